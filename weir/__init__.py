@@ -1,0 +1,1 @@
+"""weir: a streaming SQL database on Apache Spark."""

@@ -1,0 +1,114 @@
+"""The one place for weir's error type and PostgreSQL SQLSTATE codes.
+
+Every layer raises `WeirError`; pgwire turns it into an ErrorResponse with
+S/V/C/M (and D/H when set) fields. Codes follow PostgreSQL's appendix A.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class SqlState:
+    """SQLSTATE codes weir uses (PostgreSQL names, upper-cased)."""
+
+    SUCCESSFUL_COMPLETION = "00000"
+    WARNING = "01000"
+    CONNECTION_EXCEPTION = "08000"
+    CONNECTION_FAILURE = "08006"
+    PROTOCOL_VIOLATION = "08P01"
+    FEATURE_NOT_SUPPORTED = "0A000"
+    INVALID_GRANT_OPERATION = "0LP01"
+    DATA_EXCEPTION = "22000"
+    STRING_DATA_RIGHT_TRUNCATION = "22001"
+    NUMERIC_VALUE_OUT_OF_RANGE = "22003"
+    NULL_VALUE_NOT_ALLOWED = "22004"
+    INVALID_DATETIME_FORMAT = "22007"
+    DATETIME_FIELD_OVERFLOW = "22008"
+    DIVISION_BY_ZERO = "22012"
+    INVALID_PARAMETER_VALUE = "22023"
+    INVALID_TEXT_REPRESENTATION = "22P02"
+    INVALID_BINARY_REPRESENTATION = "22P03"
+    INTEGRITY_CONSTRAINT_VIOLATION = "23000"
+    NOT_NULL_VIOLATION = "23502"
+    UNIQUE_VIOLATION = "23505"
+    INVALID_CURSOR_STATE = "24000"
+    ACTIVE_SQL_TRANSACTION = "25001"
+    NO_ACTIVE_SQL_TRANSACTION = "25P01"
+    IN_FAILED_SQL_TRANSACTION = "25P02"
+    READ_ONLY_SQL_TRANSACTION = "25006"
+    INVALID_SQL_STATEMENT_NAME = "26000"
+    INVALID_AUTHORIZATION_SPECIFICATION = "28000"
+    INVALID_PASSWORD = "28P01"
+    DEPENDENT_OBJECTS_STILL_EXIST = "2BP01"
+    INVALID_CURSOR_NAME = "34000"
+    INVALID_CATALOG_NAME = "3D000"
+    INVALID_SCHEMA_NAME = "3F000"
+    SERIALIZATION_FAILURE = "40001"
+    SYNTAX_ERROR = "42601"
+    INSUFFICIENT_PRIVILEGE = "42501"
+    UNDEFINED_COLUMN = "42703"
+    UNDEFINED_FUNCTION = "42883"
+    UNDEFINED_TABLE = "42P01"
+    UNDEFINED_PARAMETER = "42P02"
+    UNDEFINED_OBJECT = "42704"
+    DUPLICATE_OBJECT = "42710"
+    DUPLICATE_TABLE = "42P07"
+    DUPLICATE_DATABASE = "42P04"
+    DUPLICATE_SCHEMA = "42P06"
+    DUPLICATE_PREPARED_STATEMENT = "42P05"
+    DUPLICATE_CURSOR = "42P03"
+    DUPLICATE_COLUMN = "42701"
+    AMBIGUOUS_COLUMN = "42702"
+    DATATYPE_MISMATCH = "42804"
+    INDETERMINATE_DATATYPE = "42P18"
+    GROUPING_ERROR = "42803"
+    WRONG_OBJECT_TYPE = "42809"
+    INVALID_COLUMN_REFERENCE = "42P10"
+    CANNOT_COERCE = "42846"
+    UNDEFINED_PSTATEMENT = "26000"
+    PROGRAM_LIMIT_EXCEEDED = "54000"
+    OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
+    QUERY_CANCELED = "57014"
+    ADMIN_SHUTDOWN = "57P01"
+    CANNOT_CONNECT_NOW = "57P03"
+    IO_ERROR = "58030"
+    INTERNAL_ERROR = "XX000"
+
+
+@dataclass
+class WeirError(Exception):
+    """An error a client sees: a SQLSTATE plus a message a user understands."""
+
+    sqlstate: str
+    message: str
+    detail: str | None = None
+    hint: str | None = None
+    severity: str = "ERROR"
+    position: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.message} (SQLSTATE {self.sqlstate})"
+
+
+def undefined_table(name: str) -> WeirError:
+    return WeirError(SqlState.UNDEFINED_TABLE, f'unknown catalog item \'{name}\'')
+
+
+def syntax_error(message: str) -> WeirError:
+    return WeirError(SqlState.SYNTAX_ERROR, message)
+
+
+def unsupported(what: str) -> WeirError:
+    return WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{what} not yet supported")
+
+
+def internal(message: str) -> WeirError:
+    return WeirError(SqlState.INTERNAL_ERROR, message)
+
+
+def query_canceled() -> WeirError:
+    return WeirError(SqlState.QUERY_CANCELED, "canceling statement due to user request")

@@ -1,0 +1,415 @@
+"""Parse SQL text into weir statements: sqlglot (Postgres dialect) for standard SQL,
+a small token-level parser for the statements sqlglot leaves as commands."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import TokenType
+
+from weir.errors import SqlState, WeirError
+from weir.sql import statements as st
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+_DIALECT = Postgres()
+
+
+def split(sql: str) -> list[str]:
+    """Split a simple-query string into statements on top-level semicolons."""
+    try:
+        tokens = _DIALECT.tokenize(sql)
+    except TokenError as e:
+        raise WeirError(SqlState.SYNTAX_ERROR, _token_error(e)) from None
+    parts: list[str] = []
+    start = 0
+    for tok in tokens:
+        if tok.token_type == TokenType.SEMICOLON:
+            text = sql[start:tok.start].strip()
+            if text:
+                parts.append(text)
+            start = tok.end + 1
+    tail = sql[start:].strip()
+    if tail and _has_tokens(tail):
+        parts.append(tail)
+    return parts
+
+
+def _has_tokens(text: str) -> bool:
+    try:
+        return bool(_DIALECT.tokenize(text))
+    except TokenError:
+        return True
+
+
+def _token_error(e: Exception) -> str:
+    msg = str(e)
+    if "Missing" in msg or "unterminated" in msg.lower():
+        return "unterminated quoted string"
+    return f"syntax error: {msg.splitlines()[0]}"
+
+
+_WS = re.compile(r"\s+")
+
+
+def _words(text: str) -> list[str]:
+    return _WS.split(text.strip().rstrip(";").strip())
+
+
+def _ident(word: str) -> str:
+    if len(word) >= 2 and word[0] == '"' and word[-1] == '"':
+        return word[1:-1].replace('""', '"')
+    return word.lower()
+
+
+def _name_parts(text: str) -> list[str]:
+    """Split a possibly-quoted dotted name: a."B".c -> ['a', 'B', 'c']."""
+    parts, cur, quoted = [], "", False
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            if quoted and i + 1 < len(text) and text[i + 1] == '"':
+                cur += '"'
+                i += 1
+            else:
+                quoted = not quoted
+        elif ch == "." and not quoted:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch if quoted else ch.lower()
+        i += 1
+    parts.append(cur)
+    if any(p == "" for p in parts):
+        raise WeirError(SqlState.SYNTAX_ERROR, f"invalid name: {text}")
+    return parts
+
+
+def _string_literal(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == "'" and text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    if text.upper().startswith("E'") and text.endswith("'"):
+        return text[2:-1].replace("''", "'").replace("\\'", "'")
+    return text
+
+
+def parse_one(sql: str) -> st.Statement:
+    """Parse exactly one statement (42601 if the text holds more than one)."""
+    parts = split(sql)
+    if not parts:
+        return st.Empty(sql)
+    if len(parts) > 1:
+        raise WeirError(SqlState.SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
+    return _parse_statement(parts[0])
+
+
+def _parse_statement(text: str) -> st.Statement:
+    head = text.lstrip("( \t\r\n").split(None, 1)[0].upper().rstrip(";") if text.strip() else ""
+    special = _parse_special(text, head)
+    if special is not None:
+        return special
+    try:
+        exprs = sqlglot.parse(text, dialect=_DIALECT)
+    except (ParseError, TokenError) as e:
+        raise WeirError(SqlState.SYNTAX_ERROR, _parse_error_message(e, text)) from None
+    exprs = [e for e in exprs if e is not None]
+    if not exprs:
+        return st.Empty(text)
+    expr = exprs[0]
+    return _classify(text, expr)
+
+
+def _parse_error_message(e: Exception, text: str) -> str:
+    errors = getattr(e, "errors", None)
+    if errors:
+        first = errors[0]
+        near = first.get("highlight") or ""
+        desc = first.get("description") or "syntax error"
+        if near:
+            return f'syntax error at or near "{near}"'
+        return f"syntax error: {desc}"
+    return f"syntax error: {str(e).splitlines()[0]}"
+
+
+def _classify(text: str, expr: exp.Expression) -> st.Statement:
+    if isinstance(expr, exp.Query) or isinstance(expr, exp.Values):
+        return st.Query(text, expr)  # type: ignore[arg-type]
+    if isinstance(expr, exp.Insert):
+        return st.Insert(text, expr)
+    if isinstance(expr, exp.Update):
+        return st.Update(text, expr)
+    if isinstance(expr, exp.Delete):
+        return st.Delete(text, expr)
+    if isinstance(expr, exp.Create):
+        kind = (expr.args.get("kind") or "").upper()
+        if kind == "TABLE":
+            if expr.expression is not None:
+                raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "CREATE TABLE ... AS not yet supported")
+            return st.CreateTable(text, expr)
+        if kind == "VIEW" and not expr.args.get("materialized"):
+            return st.CreateView(text, expr)
+        if kind == "SCHEMA":
+            return st.CreateSchema(text, [p.name for p in expr.this.parts] if expr.this else [],
+                                   bool(expr.args.get("exists")))
+        if kind == "DATABASE":
+            return st.CreateDatabase(text, expr.this.name, bool(expr.args.get("exists")))
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"CREATE {kind} not yet supported")
+    if isinstance(expr, exp.Drop):
+        kind = (expr.args.get("kind") or "").lower()
+        if kind not in ("table", "view", "schema", "database"):
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"DROP {kind.upper()} not yet supported")
+        tables = expr.args.get("tables") or ([expr.this] if expr.this is not None else [])
+        names = [[p.name for p in t.parts] for t in tables]
+        return st.Drop(text, kind, names, bool(expr.args.get("exists")), bool(expr.args.get("cascade")))
+    if isinstance(expr, exp.Copy):
+        return _copy(text, expr)
+    if isinstance(expr, exp.Transaction):
+        return st.Transaction(text, "begin")
+    if isinstance(expr, exp.Commit):
+        return st.Transaction(text, "commit")
+    if isinstance(expr, exp.Rollback):
+        return st.Transaction(text, "rollback")
+    if isinstance(expr, exp.Set):
+        return _set_from_expr(text, expr)
+    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"statement not yet supported: {text.split()[0].upper()}")
+
+
+def _copy(text: str, expr: exp.Copy) -> st.Statement:
+    files = expr.args.get("files") or []
+    target = files[0].name.upper() if files else ""
+    if expr.args.get("kind"):  # COPY ... FROM
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "COPY FROM not yet supported")
+    if target != "STDOUT":
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "COPY TO a file is not supported; use COPY ... TO STDOUT")
+    src = expr.this
+    if isinstance(src, exp.Subquery):
+        query = src.this
+    elif isinstance(src, exp.Schema):
+        query = exp.select(*[exp.column(c.name) for c in src.expressions]).from_(src.this)
+    else:
+        query = exp.select("*").from_(src)
+    for opt in expr.args.get("params") or []:
+        name = opt.this.name.upper() if opt.this is not None else ""
+        value = opt.args.get("value") or opt.expression
+        if name == "FORMAT" and value is not None and value.name.upper() not in ("TEXT",):
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"COPY format {value.name} not yet supported")
+    return st.CopyTo(text, query)
+
+
+def _set_from_expr(text: str, expr: exp.Set) -> st.Statement:
+    items = expr.expressions
+    if len(items) != 1:
+        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in SET")
+    item = items[0]
+    local = (item.args.get("kind") or "").upper() == "LOCAL"
+    eq = item.this
+    if isinstance(eq, exp.EQ):
+        name = eq.this.name.lower()
+        value = _set_value(eq.expression)
+        return st.SetVariable(text, name, value, local)
+    return _parse_set_words(text)
+
+
+def _set_value(e: exp.Expression) -> str | None:
+    if isinstance(e, exp.Literal):
+        return e.this
+    if isinstance(e, exp.Tuple):
+        return ", ".join(_set_value(x) or "" for x in e.expressions)
+    if isinstance(e, (exp.Column, exp.Identifier, exp.Var)):
+        if e.name.upper() == "DEFAULT":
+            return None
+        return e.name
+    if isinstance(e, exp.Boolean):
+        return "on" if e.this else "off"
+    if isinstance(e, exp.Neg):
+        return "-" + (_set_value(e.this) or "")
+    return e.sql(dialect=_DIALECT)
+
+
+_SET_RE = re.compile(r"^SET\s+(SESSION\s+|LOCAL\s+)?([A-Za-z_][\w.]*|\"[^\"]+\")\s*(?:=|\s+TO\s+|\s+)\s*(.*)$",
+                     re.IGNORECASE | re.DOTALL)
+
+
+def _parse_set_words(text: str) -> st.Statement:
+    m = _SET_RE.match(text.strip().rstrip(";"))
+    if not m:
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in SET: {text}")
+    local = (m.group(1) or "").strip().upper() == "LOCAL"
+    name = _ident(m.group(2))
+    raw = m.group(3).strip()
+    if name in ("transaction", "session"):
+        return st.SetVariable(text, "transaction_isolation", _isolation(raw), local)
+    if name == "names":
+        return st.SetVariable(text, "client_encoding", _string_literal(raw), local)
+    if name == "time" and raw.upper().startswith("ZONE"):
+        return st.SetVariable(text, "timezone", _string_literal(raw[4:].strip()), local)
+    if raw.upper() == "DEFAULT":
+        return st.SetVariable(text, name, None, local)
+    values = [_string_literal(v.strip()) for v in _split_commas(raw)]
+    return st.SetVariable(text, name, ", ".join(values), local)
+
+
+def _split_commas(raw: str) -> list[str]:
+    out, cur, q = [], "", False
+    for ch in raw:
+        if ch == "'":
+            q = not q
+        if ch == "," and not q:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return out
+
+
+def _isolation(raw: str) -> str:
+    m = re.search(r"ISOLATION\s+LEVEL\s+(.+)$", raw, re.IGNORECASE)
+    if not m:
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{raw.split()[0] if raw else ''}\"")
+    return _WS.sub(" ", m.group(1).strip()).lower()
+
+
+_SHOW_OBJECTS = {
+    "TABLES": "tables", "VIEWS": "views", "OBJECTS": "objects", "CLUSTERS": "clusters",
+    "SCHEMAS": "schemas", "DATABASES": "databases", "ROLES": "roles", "SOURCES": "sources",
+    "INDEXES": "indexes",
+}
+
+
+def _parse_special(text: str, head: str) -> st.Statement | None:
+    words = _words(text)
+    upper = [w.upper() for w in words]
+    if head == "SHOW":
+        return _parse_show(text, words, upper)
+    if head == "SET":
+        if len(upper) > 1 and upper[1] == "TRANSACTION":
+            return st.SetVariable(text, "transaction_isolation", _isolation(" ".join(words[2:])), True)
+        if len(upper) > 1 and upper[1] == "SESSION" and len(upper) > 2 and upper[2] == "CHARACTERISTICS":
+            return st.SetVariable(text, "transaction_isolation", _isolation(" ".join(words[3:])), False)
+        return _parse_set_words(text)
+    if head == "RESET":
+        if len(words) != 2:
+            raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in RESET")
+        return st.ResetVariable(text, _ident(words[1]))
+    if head in ("BEGIN", "START"):
+        iso = None
+        if "ISOLATION" in upper:
+            iso = _isolation(" ".join(words))
+        return st.Transaction(text, "begin", iso)
+    if head in ("COMMIT", "END"):
+        return st.Transaction(text, "commit")
+    if head in ("ROLLBACK", "ABORT"):
+        return st.Transaction(text, "rollback")
+    if head == "DISCARD":
+        return st.Discard(text)
+    if head == "CREATE" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
+        return st.CreateRole(text, _ident(words[2]), _role_options(words[3:]))
+    if head == "ALTER" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
+        return st.AlterRole(text, _ident(words[2]), _role_options(words[3:]))
+    if head == "DROP" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
+        rest, if_exists = words[2:], False
+        if len(rest) > 1 and rest[0].upper() == "IF" and rest[1].upper() == "EXISTS":
+            rest, if_exists = rest[2:], True
+        names = [_ident(n) for n in " ".join(rest).split(",") if n.strip()]
+        names = [_ident(n.strip()) for n in " ".join(rest).split(",") if n.strip()]
+        return st.Drop(text, "role", [[n] for n in names], if_exists, False)
+    if head in ("GRANT", "REVOKE"):
+        return _parse_grant(text, words, upper, head == "REVOKE")
+    return None
+
+
+def _role_options(words: list[str]) -> st.RoleOptions:
+    opts = st.RoleOptions()
+    i = 0
+    if words and words[0].upper() == "WITH":
+        i = 1
+    while i < len(words):
+        w = words[i].upper()
+        if w == "SUPERUSER":
+            opts.superuser = True
+        elif w == "NOSUPERUSER":
+            opts.superuser = False
+        elif w == "LOGIN":
+            opts.login = True
+        elif w == "NOLOGIN":
+            opts.login = False
+        elif w == "INHERIT":
+            opts.inherit = True
+        elif w == "NOINHERIT":
+            opts.inherit = False
+        elif w == "PASSWORD":
+            i += 1
+            if i >= len(words):
+                raise WeirError(SqlState.SYNTAX_ERROR, "syntax error: PASSWORD needs a value")
+            # the password may contain spaces: take the quoted literal
+            rest = " ".join(words[i:])
+            m = re.match(r"^('(?:[^']|'')*')(.*)$", rest, re.DOTALL)
+            if m:
+                opts.password = _string_literal(m.group(1))
+                words = words[:i] + _words(m.group(2)) if m.group(2).strip() else words[:i]
+                i -= 1
+            elif words[i].upper() == "NULL":
+                opts.password_null = True
+            else:
+                raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{words[i]}"')
+        else:
+            raise WeirError(SqlState.SYNTAX_ERROR, f'unrecognized role option "{words[i]}"')
+        i += 1
+    return opts
+
+
+def _parse_grant(text: str, words: list[str], upper: list[str], revoke: bool) -> st.Statement:
+    sep = "FROM" if revoke else "TO"
+    if sep not in upper or " ON " in f" {' '.join(upper)} ":
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "GRANT/REVOKE of object privileges not yet supported")
+    k = upper.index(sep)
+    roles = [_ident(r.strip()) for r in " ".join(words[1:k]).split(",") if r.strip()]
+    members = [_ident(m.strip()) for m in " ".join(words[k + 1:]).split(",") if m.strip()]
+    if not roles or not members:
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in {'REVOKE' if revoke else 'GRANT'}")
+    return st.GrantRole(text, roles, members, revoke)
+
+
+def _parse_show(text: str, words: list[str], upper: list[str]) -> st.Statement:
+    if len(words) < 2:
+        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error at end of input")
+    rest_upper = upper[1:]
+    what = None
+    consumed = 1
+    if rest_upper[:2] == ["CLUSTER", "REPLICAS"]:
+        what, consumed = "cluster replicas", 2
+    elif rest_upper[0] in ("COLUMNS",):
+        what = "columns"
+    elif rest_upper[0] in _SHOW_OBJECTS:
+        what = _SHOW_OBJECTS[rest_upper[0]]
+    if what is None:
+        if len(words) != 2:
+            raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{words[2]}\"")
+        return st.ShowVariable(text, _ident(words[1]))
+    tail_words = words[1 + consumed:]
+    tail_upper = [w.upper() for w in tail_words]
+    show = st.ShowObjects(text, what)
+    i = 0
+    while i < len(tail_words):
+        if tail_upper[i] in ("FROM", "IN", "ON") and i + 1 < len(tail_words):
+            show.from_name = _name_parts(tail_words[i + 1])
+            i += 2
+        elif tail_upper[i] == "LIKE" and i + 1 < len(tail_words):
+            show.like = _string_literal(" ".join(tail_words[i + 1:]))
+            break
+        elif tail_upper[i] == "WHERE":
+            show.where = " ".join(tail_words[i + 1:])
+            break
+        else:
+            raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{tail_words[i]}"')
+    if what == "columns" and not show.from_name:
+        raise WeirError(SqlState.SYNTAX_ERROR, "SHOW COLUMNS requires FROM <object>")
+    return show

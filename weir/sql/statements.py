@@ -1,0 +1,222 @@
+"""Statement AST for weir: sqlglot expressions for standard SQL, dataclasses for
+weir's own statements (SHOW ..., SET, roles, transactions) that sqlglot does not model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+
+@dataclass
+class Statement:
+    sql: str
+
+    @property
+    def kind(self) -> str:
+        """Statement type in snake case (select, insert, create_table, ...) for logging."""
+        return "unknown"
+
+
+@dataclass
+class Query(Statement):
+    expr: exp.Query = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def kind(self) -> str:
+        return "select"
+
+
+@dataclass
+class Insert(Statement):
+    expr: exp.Insert = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def kind(self) -> str:
+        return "insert"
+
+
+@dataclass
+class Update(Statement):
+    expr: exp.Update = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def kind(self) -> str:
+        return "update"
+
+
+@dataclass
+class Delete(Statement):
+    expr: exp.Delete = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def kind(self) -> str:
+        return "delete"
+
+
+@dataclass
+class CreateTable(Statement):
+    expr: exp.Create = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def kind(self) -> str:
+        return "create_table"
+
+
+@dataclass
+class CreateView(Statement):
+    expr: exp.Create = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def kind(self) -> str:
+        return "create_view"
+
+
+@dataclass
+class Drop(Statement):
+    object_kind: str = ""  # table, view, database, schema, role, cluster, ...
+    names: list[list[str]] = field(default_factory=list)  # qualified name parts
+    if_exists: bool = False
+    cascade: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "drop_" + self.object_kind.replace(" ", "_")
+
+
+@dataclass
+class CopyTo(Statement):
+    """COPY (query) TO STDOUT / COPY table [(cols)] TO STDOUT."""
+
+    query: exp.Query = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def kind(self) -> str:
+        return "copy"
+
+
+@dataclass
+class Transaction(Statement):
+    action: str = "begin"  # begin | commit | rollback
+    isolation: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.action
+
+
+@dataclass
+class SetVariable(Statement):
+    name: str = ""
+    value: str | None = None  # None = DEFAULT
+    local: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "set_variable"
+
+
+@dataclass
+class ResetVariable(Statement):
+    name: str = ""  # "all" resets every variable
+
+    @property
+    def kind(self) -> str:
+        return "reset_variable"
+
+
+@dataclass
+class ShowVariable(Statement):
+    name: str = ""  # "all" shows every variable
+
+    @property
+    def kind(self) -> str:
+        return "show_variable"
+
+
+@dataclass
+class ShowObjects(Statement):
+    """SHOW TABLES / VIEWS / OBJECTS / CLUSTERS / CLUSTER REPLICAS / COLUMNS FROM / ..."""
+
+    what: str = ""  # tables, views, objects, clusters, cluster replicas, columns, schemas, databases, roles
+    from_name: list[str] | None = None
+    like: str | None = None
+    where: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "show_" + self.what.replace(" ", "_")
+
+
+@dataclass
+class RoleOptions:
+    superuser: bool | None = None
+    login: bool | None = None
+    inherit: bool | None = None
+    password: str | None = None
+    password_null: bool = False
+
+
+@dataclass
+class CreateRole(Statement):
+    name: str = ""
+    options: RoleOptions = field(default_factory=RoleOptions)
+
+    @property
+    def kind(self) -> str:
+        return "create_role"
+
+
+@dataclass
+class AlterRole(Statement):
+    name: str = ""
+    options: RoleOptions = field(default_factory=RoleOptions)
+
+    @property
+    def kind(self) -> str:
+        return "alter_role"
+
+
+@dataclass
+class GrantRole(Statement):
+    roles: list[str] = field(default_factory=list)
+    members: list[str] = field(default_factory=list)
+    revoke: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "revoke_role" if self.revoke else "grant_role"
+
+
+@dataclass
+class CreateDatabase(Statement):
+    name: str = ""
+    if_not_exists: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "create_database"
+
+
+@dataclass
+class CreateSchema(Statement):
+    name: list[str] = field(default_factory=list)
+    if_not_exists: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "create_schema"
+
+
+@dataclass
+class Discard(Statement):
+    @property
+    def kind(self) -> str:
+        return "discard"
+
+
+@dataclass
+class Empty(Statement):
+    @property
+    def kind(self) -> str:
+        return "empty"

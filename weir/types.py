@@ -1,0 +1,227 @@
+"""The one place that maps PostgreSQL types to Spark, Arrow and Iceberg types.
+
+Every column weir stores or returns has a `PgType`. Storage uses
+`iceberg_type` for shard schemas, compute uses `spark_ddl` to cast shard
+columns into the types queries see, and pgwire uses `oid`/`typlen` plus the
+codecs in `weir.codec` to put values on the wire.
+
+Python value domain shared by all layers: bool, int, float, decimal.Decimal,
+str, bytes, datetime.date, datetime.datetime (naive for timestamp, aware UTC
+for timestamptz), datetime.timedelta (interval), uuid.UUID or str (uuid),
+str (jsonb text), list (arrays), int (mz_timestamp).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from weir.errors import SqlState, WeirError
+
+
+@dataclass(frozen=True)
+class PgType:
+    name: str  # canonical SQL name, e.g. "integer"
+    oid: int
+    typlen: int  # -1 for varlena
+    array_oid: int
+    spark_ddl: str  # what queries see, e.g. "INT", "DECIMAL(10,2)"
+    arrow: pa.DataType = field(compare=False)
+    stored_as: str = ""  # iceberg primitive name, if it differs from the spark type
+    element: PgType | None = None  # for arrays
+    typmod: int = -1
+    precision: int | None = None
+    scale: int | None = None
+
+    @property
+    def is_array(self) -> bool:
+        return self.element is not None
+
+    def sql(self) -> str:
+        if self.name == "numeric" and self.precision is not None:
+            return f"numeric({self.precision},{self.scale or 0})"
+        return self.name
+
+
+_BASE: list[PgType] = [
+    PgType("boolean", 16, 1, 1000, "BOOLEAN", pa.bool_()),
+    PgType("smallint", 21, 2, 1005, "SMALLINT", pa.int16(), stored_as="int"),
+    PgType("integer", 23, 4, 1007, "INT", pa.int32()),
+    PgType("bigint", 20, 8, 1016, "BIGINT", pa.int64()),
+    PgType("real", 700, 4, 1021, "FLOAT", pa.float32()),
+    PgType("double precision", 701, 8, 1022, "DOUBLE", pa.float64()),
+    PgType("numeric", 1700, -1, 1231, "DECIMAL(38,10)", pa.decimal128(38, 10)),
+    PgType("text", 25, -1, 1009, "STRING", pa.string()),
+    PgType("character varying", 1043, -1, 1015, "STRING", pa.string()),
+    PgType("character", 1042, -1, 1014, "STRING", pa.string()),
+    PgType("name", 19, 64, 1003, "STRING", pa.string()),
+    PgType("date", 1082, 4, 1182, "DATE", pa.date32()),
+    PgType("timestamp", 1114, 8, 1115, "TIMESTAMP_NTZ", pa.timestamp("us")),
+    PgType("timestamp with time zone", 1184, 8, 1185, "TIMESTAMP", pa.timestamp("us", "UTC")),
+    PgType("interval", 1186, 16, 1187, "INTERVAL DAY TO SECOND", pa.duration("us"), stored_as="long"),
+    PgType("uuid", 2950, 16, 2951, "STRING", pa.string()),
+    PgType("bytea", 17, -1, 1001, "BINARY", pa.binary()),
+    PgType("jsonb", 3802, -1, 3807, "STRING", pa.string()),
+    PgType("json", 114, -1, 199, "STRING", pa.string()),
+    PgType("oid", 26, 4, 1028, "INT", pa.int32()),
+    PgType("mz_timestamp", 16552, 8, 16553, "BIGINT", pa.int64()),
+    PgType("unknown", 705, -2, 0, "STRING", pa.string()),
+]
+
+BY_NAME: dict[str, PgType] = {t.name: t for t in _BASE}
+BY_OID: dict[int, PgType] = {t.oid: t for t in _BASE}
+
+_ALIASES = {
+    "bool": "boolean", "int2": "smallint", "int": "integer", "int4": "integer",
+    "int8": "bigint", "float4": "real", "float": "double precision",
+    "float8": "double precision", "double": "double precision", "decimal": "numeric",
+    "varchar": "character varying", "char": "character", "bpchar": "character",
+    "string": "text", "timestamptz": "timestamp with time zone",
+    "timestamp without time zone": "timestamp", "bytes": "bytea",
+    "character varying": "character varying", "double precision": "double precision",
+}
+
+
+def array_of(element: PgType) -> PgType:
+    return PgType(
+        f"{element.name}[]", element.array_oid, -1, 0, f"ARRAY<{element.spark_ddl}>",
+        pa.list_(element.arrow), element=element,
+    )
+
+
+for _t in list(_BASE):
+    if _t.array_oid:
+        BY_OID[_t.array_oid] = array_of(_t)
+
+BOOL = BY_NAME["boolean"]
+INT2 = BY_NAME["smallint"]
+INT4 = BY_NAME["integer"]
+INT8 = BY_NAME["bigint"]
+FLOAT4 = BY_NAME["real"]
+FLOAT8 = BY_NAME["double precision"]
+NUMERIC = BY_NAME["numeric"]
+TEXT = BY_NAME["text"]
+VARCHAR = BY_NAME["character varying"]
+DATE = BY_NAME["date"]
+TIMESTAMP = BY_NAME["timestamp"]
+TIMESTAMPTZ = BY_NAME["timestamp with time zone"]
+INTERVAL = BY_NAME["interval"]
+UUID = BY_NAME["uuid"]
+BYTEA = BY_NAME["bytea"]
+JSONB = BY_NAME["jsonb"]
+MZ_TIMESTAMP = BY_NAME["mz_timestamp"]
+UNKNOWN = BY_NAME["unknown"]
+TEXT_ARRAY = BY_OID[1009]
+
+
+def numeric(precision: int | None, scale: int | None) -> PgType:
+    """numeric(p,s); unconstrained numeric keeps scale 10 in Spark (DECIMAL(38,10))."""
+    if precision is None:
+        return NUMERIC
+    scale = scale or 0
+    if not (1 <= precision <= 38) or not (0 <= scale <= precision):
+        raise WeirError(
+            SqlState.INVALID_PARAMETER_VALUE,
+            f"NUMERIC precision {precision} must be between 1 and 38 and scale {scale} "
+            "between 0 and the precision",
+        )
+    return PgType(
+        "numeric", 1700, -1, 1231, f"DECIMAL({precision},{scale})",
+        pa.decimal128(precision, scale), typmod=((precision << 16) | scale) + 4,
+        precision=precision, scale=scale,
+    )
+
+
+_TYPE_RE = re.compile(r"^\s*([a-z_ ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(\[\s*\]|\s+list)?\s*$")
+
+
+def parse_type(sql_name: str) -> PgType:
+    """A type as written in SQL (`int`, `numeric(10,2)`, `text[]`, `varchar(20)`)."""
+    m = _TYPE_RE.match(sql_name.lower())
+    if not m:
+        raise WeirError(SqlState.UNDEFINED_OBJECT, f'type "{sql_name}" does not exist')
+    base, p, s, arr = m.group(1).strip(), m.group(2), m.group(3), m.group(4)
+    base = _ALIASES.get(base, base)
+    if base == "numeric":
+        t = numeric(int(p) if p else None, int(s) if s else None)
+    elif base in BY_NAME and base != "unknown":
+        t = BY_NAME[base]
+    else:
+        raise WeirError(SqlState.UNDEFINED_OBJECT, f'type "{sql_name}" does not exist')
+    return array_of(t) if arr else t
+
+
+def from_spark(spark_type: object) -> PgType:
+    """The PgType for a pyspark.sql.types DataType (result columns of a Spark query)."""
+    from pyspark.sql import types as st
+
+    if isinstance(spark_type, st.BooleanType):
+        return BOOL
+    if isinstance(spark_type, (st.ByteType, st.ShortType)):
+        return INT2
+    if isinstance(spark_type, st.IntegerType):
+        return INT4
+    if isinstance(spark_type, st.LongType):
+        return INT8
+    if isinstance(spark_type, st.FloatType):
+        return FLOAT4
+    if isinstance(spark_type, st.DoubleType):
+        return FLOAT8
+    if isinstance(spark_type, st.DecimalType):
+        return numeric(spark_type.precision, spark_type.scale)
+    if isinstance(spark_type, st.DateType):
+        return DATE
+    if isinstance(spark_type, st.TimestampNTZType):
+        return TIMESTAMP
+    if isinstance(spark_type, st.TimestampType):
+        return TIMESTAMPTZ
+    if isinstance(spark_type, (st.DayTimeIntervalType, st.YearMonthIntervalType)):
+        return INTERVAL
+    if isinstance(spark_type, st.BinaryType):
+        return BYTEA
+    if isinstance(spark_type, st.ArrayType):
+        return array_of(from_spark(spark_type.elementType))
+    if isinstance(spark_type, (st.MapType, st.StructType)):
+        return JSONB
+    return TEXT
+
+
+def from_arrow(arrow_type: pa.DataType) -> PgType:
+    """The PgType for an Arrow type (results streamed back from a replica)."""
+    t = arrow_type
+    if pa.types.is_boolean(t):
+        return BOOL
+    if pa.types.is_int8(t) or pa.types.is_int16(t):
+        return INT2
+    if pa.types.is_int32(t):
+        return INT4
+    if pa.types.is_integer(t):
+        return INT8
+    if pa.types.is_float32(t):
+        return FLOAT4
+    if pa.types.is_floating(t):
+        return FLOAT8
+    if pa.types.is_decimal(t):
+        return numeric(t.precision, t.scale)
+    if pa.types.is_date(t):
+        return DATE
+    if pa.types.is_timestamp(t):
+        return TIMESTAMPTZ if t.tz else TIMESTAMP
+    if pa.types.is_duration(t) or pa.types.is_interval(t):
+        return INTERVAL
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):
+        return BYTEA
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return array_of(from_arrow(t.value_type))
+    if pa.types.is_struct(t) or pa.types.is_map(t):
+        return JSONB
+    return TEXT
+
+
+def by_oid(oid: int) -> PgType:
+    try:
+        return BY_OID[oid]
+    except KeyError:
+        raise WeirError(SqlState.UNDEFINED_OBJECT, f"type with OID {oid} does not exist") from None
