@@ -1,0 +1,305 @@
+"""The coordinator: owns the catalog, the timestamp oracle, sessions, and both
+controllers; everything pgwire asks of weir goes through here."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ipaddress
+import itertools
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from weir.adapter import api
+from weir.adapter.oracle import TimestampOracle
+from weir.adapter.resolver import CatalogResolver
+from weir.adapter.session import Session
+from weir.catalog import Catalog
+from weir.catalog.builtins import BUILTIN_TABLES, BuiltinTable
+from weir.catalog.model import ColumnDef, Item
+from weir.catalog.vars import lookup_var
+from weir.errors import SqlState, WeirError
+from weir.sql import parse as sqlparse
+from weir.sql import statements as st
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ServerConfig:
+    data_dir: Path = Path("weir-data")
+    host: str = "127.0.0.1"
+    sql_port: int = 6875
+    http_port: int = 6876
+    catalog_url: str | None = None
+    auth: str = "trust"  # trust on loopback; 'password' or 'scram-sha-256' elsewhere/always
+    auth_loopback_trust: bool = True
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tick_ms: int = 1000
+    replica_sizes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def catalog_uri(self) -> str:
+        return self.catalog_url or f"sqlite:///{(self.data_dir / 'catalog.db').resolve()}"
+
+
+class Coordinator(api.Coordinator):
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.sessions: dict[int, Session] = {}
+        self._conn_ids = itertools.count(1)
+        self._table_locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
+        self._builtin_rows: dict[str, collections.Counter[tuple[Any, ...]]] = {}
+        self._builtin_lock = asyncio.Lock()
+        self.catalog: Catalog
+        self.oracle: TimestampOracle
+        self.storage: Any
+        self.compute: Any
+        self.orchestrator: Any
+
+    # ---- lifecycle -------------------------------------------------------------------
+    async def start(self) -> None:
+        from weir.compute.controller import ComputeController
+        from weir.orchestrator.process import ProcessOrchestrator
+        from weir.storage.controller import StorageController
+        from weir.storage.persist import ShardStore
+
+        data = self.config.data_dir.resolve()
+        data.mkdir(parents=True, exist_ok=True)
+        loop = asyncio.get_running_loop()
+        self.catalog = await loop.run_in_executor(None, Catalog, self.config.catalog_uri)
+        store = await loop.run_in_executor(
+            None, lambda: ShardStore(self.config.catalog_uri, str(data / "warehouse")))
+        self.oracle = TimestampOracle(self.catalog.oracle_get, self.catalog.oracle_set)
+        epoch = self.catalog.bump_epoch() if hasattr(self.catalog, "bump_epoch") else 1
+        self.storage = StorageController(store, self.oracle, data / "wal", epoch=epoch,
+                                         tick_ms=self.config.tick_ms)
+        tables = self.catalog.list_items("table")
+        for item in tables:
+            await self.storage.ensure_collection(item.id, [(c.name, c.type, c.nullable) for c in item.columns])
+        for b in BUILTIN_TABLES:
+            await self.storage.ensure_collection(b.id, [(name, t, True) for name, t in b.columns])
+        await self.storage.replay_wal()
+        await self._cleanup_orphan_shards(store, {i.id for i in tables})
+        await self._open_builtins()
+        self.storage.start()
+        self.orchestrator = ProcessOrchestrator(log_dir=data / "logs")
+        self.compute = ComputeController(self.orchestrator, sizes=self.config.replica_sizes or None)
+        for replica in self.catalog.list_replicas():
+            await self._start_replica(replica)
+
+    async def _start_replica(self, replica: Any) -> None:
+        rid = replica.id
+
+        def incarnation() -> int:
+            return self.catalog.bump_incarnation(rid)
+
+        await self.compute.add_replica(replica.cluster_id, rid, replica.size, incarnation)
+
+    async def stop(self) -> None:
+        for s in list(self.sessions.values()):
+            s.cancel()
+        try:
+            await self.compute.stop()
+        finally:
+            await self.storage.stop()
+            self.catalog.close()
+
+    async def _cleanup_orphan_shards(self, store: Any, known: set[str]) -> None:
+        builtin_ids = {b.id for b in BUILTIN_TABLES}
+        loop = asyncio.get_running_loop()
+        for sid in await loop.run_in_executor(None, store.list_shards):
+            if sid not in known and sid not in builtin_ids:
+                log.info("dropping orphaned shard %s (its DDL never committed)", sid)
+                await loop.run_in_executor(None, store.drop_shard, sid)
+
+    # ---- builtin relations -----------------------------------------------------------
+    async def _open_builtins(self) -> None:
+        ts = self.oracle.read_ts()
+        for b in BUILTIN_TABLES:
+            since, upper = self.storage.frontiers(b.id)
+            as_of = max(min(ts, upper - 1), since)
+            table = await self.storage.snapshot(b.id, as_of)
+            counts: collections.Counter[tuple[Any, ...]] = collections.Counter()
+            names = [name for name, _ in b.columns]
+            if table.num_rows:
+                cols_py = [table.column(n).to_pylist() for n in names]
+                diffs = table.column("mz_diff").to_pylist()
+                for row, d in zip(zip(*cols_py, strict=True), diffs, strict=True):
+                    counts[_hashable(row)] += d
+            self._builtin_rows[b.id] = counts
+        await self.catalog_changed()
+
+    async def catalog_changed(self) -> None:
+        """Bring every builtin relation up to date with the catalog (one group commit)."""
+        async with self._builtin_lock:
+            snapshot = self.catalog.snapshot()
+            updates: dict[str, pa.Table] = {}
+            for b in BUILTIN_TABLES:
+                new = collections.Counter(_hashable(r) for r in b.rows(snapshot))
+                old = self._builtin_rows.get(b.id, collections.Counter())
+                if new == old:
+                    continue
+                diff = collections.Counter(new)
+                diff.subtract(old)
+                rows = [(r, d) for r, d in diff.items() if d != 0]
+                if rows:
+                    updates[b.id] = _builtin_updates(b, rows)
+                self._builtin_rows[b.id] = new
+            if updates:
+                await self.storage.append(updates)
+
+    # ---- names -----------------------------------------------------------------------
+    def resolver(self, session: Session) -> CatalogResolver:
+        return CatalogResolver(self.catalog, session.database, session.search_path)
+
+    def lookup_database(self, name: str) -> Any:
+        db = self.catalog.find_database(name)
+        if db is None:
+            raise WeirError(SqlState.INVALID_CATALOG_NAME, f"unknown database '{name}'")
+        return db
+
+    def lookup_schema(self, database: str, name: str) -> Any:
+        schema = self.catalog.find_schema(None, name)
+        if schema is not None:
+            return schema
+        db = self.lookup_database(database)
+        schema = self.catalog.find_schema(db.id, name)
+        if schema is None:
+            raise WeirError(SqlState.INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
+        return schema
+
+    def current_cluster(self, session: Session) -> Any:
+        name = session.get_var("cluster")
+        cluster = self.catalog.find_cluster(name)
+        if cluster is None:
+            raise WeirError(SqlState.UNDEFINED_OBJECT, f"unknown cluster '{name}'")
+        return cluster
+
+    def ready_replica_ids(self) -> list[str]:
+        return [s["replica_id"] for s in self.compute.replica_statuses() if s.get("status") == "online"]
+
+    def system_var(self, name: str) -> str:
+        value = self.catalog.get_system_var(name)
+        return value if value is not None else lookup_var(name).default
+
+    @staticmethod
+    @lru_cache(maxsize=2048)
+    def _parse(sql: str) -> st.Statement:
+        return sqlparse.parse_one(sql)
+
+    def parse_cached(self, sql: str) -> st.Statement:
+        """Parsing is pure, so identical texts share one parse (pgbench, drivers)."""
+        return self._parse(sql)
+
+    # ---- DDL storage -----------------------------------------------------------------
+    async def create_table(self, schema_id: str, name: str, cols: list[ColumnDef], create_sql: str,
+                           owner_id: str) -> Item:
+        # The catalog names the table before its shard exists; a crash in between leaves
+        # a table without a shard, which the next start creates (empty, as it was).
+        item = self.catalog.create_item("table", schema_id, name, cols, create_sql, {},
+                                        owner_id=owner_id)
+        try:
+            await self.storage.create_collection(item.id, [(c.name, c.type, c.nullable) for c in cols])
+        except BaseException:
+            self.catalog.drop_item(item.id)
+            raise
+        await self.catalog_changed()
+        return item
+
+    async def drop_storage(self, items: tuple[Item, ...]) -> None:
+        for item in items:
+            if item.kind == "table":
+                await self.storage.drop_collection(item.id)
+
+    # ---- writes ----------------------------------------------------------------------
+    @asynccontextmanager
+    async def table_lock(self, shard_id: str) -> AsyncIterator[None]:
+        """Serializes read-then-write statements (UPDATE/DELETE) on one table."""
+        async with self._table_locks[shard_id]:
+            yield
+
+    async def write(self, session: Session, updates: dict[str, pa.Table], *, locked: bool = False) -> None:
+        txn = session.txn
+        if txn is not None and txn.explicit:
+            for sid, t in updates.items():
+                txn.writes.setdefault(sid, []).append(t)
+            return
+        if locked:
+            await self.storage.append(updates)
+            return
+        await self.storage.append(updates)
+
+    async def commit_writes(self, writes: dict[str, list[pa.Table]]) -> None:
+        if not writes:
+            return
+        merged = {sid: pa.concat_tables(ts) for sid, ts in writes.items() if sid in self.storage.collections}
+        if merged:
+            await self.storage.append(merged)
+
+    # ---- sessions and auth -----------------------------------------------------------
+    def auth_method(self, user: str, host: str) -> str:
+        if self.config.auth == "trust":
+            return "trust"
+        if self.config.auth_loopback_trust and _is_loopback(host):
+            return "trust"
+        return self.config.auth
+
+    def scram_verifier(self, user: str) -> str | None:
+        return self.catalog.scram_verifier(user) if self.catalog.find_role(user) else None
+
+    def check_password(self, user: str, password: str) -> bool:
+        return self.catalog.find_role(user) is not None and self.catalog.verify_password(user, password)
+
+    async def open_session(self, user: str, database: str, params: dict[str, str]) -> Session:
+        role = self.catalog.find_role(user)
+        if role is None:
+            raise WeirError(SqlState.INVALID_AUTHORIZATION_SPECIFICATION, f'role "{user}" does not exist',
+                            severity="FATAL")
+        conn_id = next(self._conn_ids)
+        session = Session(self, conn_id, role, database, params)
+        if self.catalog.find_database(database) is None:
+            session.notice(f'session database "{database}" does not exist', SqlState.INVALID_CATALOG_NAME,
+                           "WARNING")
+        self.sessions[conn_id] = session
+        return session
+
+    def session_closed(self, session: Session) -> None:
+        self.sessions.pop(session.connection_id, None)
+
+    def cancel(self, connection_id: int, secret_key: int) -> None:
+        session = self.sessions.get(connection_id)
+        if session is not None and session.secret_key == secret_key:
+            session.cancel()
+
+
+def _is_loopback(host: str) -> bool:
+    if not host or host.startswith("/"):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _hashable(row: Any) -> tuple[Any, ...]:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
+
+
+def _builtin_updates(b: BuiltinTable, rows: list[tuple[tuple[Any, ...], int]]) -> pa.Table:
+    arrays = {}
+    for i, (name, t) in enumerate(b.columns):
+        vals = [r[i] for r, _ in rows]
+        if t.is_array:
+            vals = [list(v) if v is not None else None for v in vals]
+        arrays[name] = pa.array(vals, type=t.arrow)
+    arrays["mz_diff"] = pa.array([d for _, d in rows], pa.int64())
+    return pa.table(arrays)

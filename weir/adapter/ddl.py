@@ -1,0 +1,226 @@
+"""DDL: tables, views, databases, schemas, roles, drops. Each change is one catalog
+transaction plus the storage it needs; builtin relations are refreshed after."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import sqlglot
+from sqlglot import exp
+
+from weir import types as T
+from weir.adapter import api
+from weir.catalog.model import ColumnDef
+from weir.errors import SqlState, WeirError
+from weir.sql import statements as st
+from weir.sql.resolve import qualify_for_storage, resolve, table_parts
+
+if TYPE_CHECKING:
+    from weir.adapter.session import Session
+
+
+def _require_superuser(session: Session, what: str) -> None:
+    if not session.role.superuser:
+        raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE, f"permission denied to {what}",
+                        detail="You must be a superuser.")
+
+
+async def execute(session: Session, stmt: st.Statement) -> api.Command:
+    if session.txn is not None and session.txn.explicit:
+        raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION,
+                        f"{stmt.kind.replace('_', ' ').upper()} cannot be run inside a transaction block")
+    coord = session.coord
+    if isinstance(stmt, st.CreateTable):
+        return await _create_table(session, stmt)
+    if isinstance(stmt, st.CreateView):
+        return await _create_view(session, stmt)
+    if isinstance(stmt, st.Drop):
+        return await _drop(session, stmt)
+    if isinstance(stmt, st.CreateDatabase):
+        if stmt.if_not_exists and coord.catalog.find_database(stmt.name) is not None:
+            session.notice(f'database "{stmt.name}" already exists, skipping')
+        else:
+            coord.catalog.create_database(stmt.name, owner_id=session.role.id)
+        await coord.catalog_changed()
+        return api.Command("CREATE DATABASE")
+    if isinstance(stmt, st.CreateSchema):
+        db = stmt.name[0] if len(stmt.name) == 2 else session.database
+        database = coord.lookup_database(db)
+        if stmt.if_not_exists and coord.catalog.find_schema(database.id, stmt.name[-1]) is not None:
+            session.notice(f'schema "{stmt.name[-1]}" already exists, skipping')
+        else:
+            coord.catalog.create_schema(database.id, stmt.name[-1], owner_id=session.role.id)
+        await coord.catalog_changed()
+        return api.Command("CREATE SCHEMA")
+    if isinstance(stmt, st.CreateRole):
+        _require_superuser(session, "create role")
+        o = stmt.options
+        coord.catalog.create_role(stmt.name, superuser=bool(o.superuser), login=bool(o.login),
+                                  password=o.password)
+        await coord.catalog_changed()
+        return api.Command("CREATE ROLE")
+    if isinstance(stmt, st.AlterRole):
+        o = stmt.options
+        if session.role.name != stmt.name or o.superuser is not None:
+            _require_superuser(session, "alter role")
+        password = "" if o.password_null else o.password
+        coord.catalog.alter_role(stmt.name, superuser=o.superuser, login=o.login, password=password)
+        await coord.catalog_changed()
+        return api.Command("ALTER ROLE")
+    if isinstance(stmt, st.GrantRole):
+        _require_superuser(session, "grant role" if not stmt.revoke else "revoke role")
+        with coord.catalog.transaction():
+            for role in stmt.roles:
+                for member in stmt.members:
+                    if stmt.revoke:
+                        coord.catalog.revoke_role(role, member)
+                    else:
+                        coord.catalog.grant_role(role, member, grantor_id=session.role.id)
+        await coord.catalog_changed()
+        return api.Command("REVOKE ROLE" if stmt.revoke else "GRANT ROLE")
+    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{stmt.kind} not yet supported")
+
+
+def _target_schema(session: Session, parts: list[str]) -> tuple[str, str]:
+    """(schema id, object name) for a name being created."""
+    coord = session.coord
+    if len(parts) == 1:
+        for name in session.search_path:
+            schema = coord.catalog.find_schema(coord.lookup_database(session.database).id, name)
+            if schema is not None:
+                return schema.id, parts[0]
+        raise WeirError(SqlState.INVALID_SCHEMA_NAME, "no schema has been selected to create in")
+    db = parts[0] if len(parts) == 3 else session.database
+    schema = coord.lookup_schema(db, parts[-2])
+    if schema.is_system:
+        raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE,
+                        f"system schema '{schema.name}' cannot be modified")
+    return schema.id, parts[-1]
+
+
+def _column_defs(create: exp.Create) -> list[ColumnDef]:
+    schema = create.this
+    cols: list[ColumnDef] = []
+    seen: set[str] = set()
+    for cd in schema.expressions:
+        if not isinstance(cd, exp.ColumnDef):
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"table constraint {cd.sql()} not yet supported")
+        name = cd.name if cd.this.quoted else cd.name.lower()
+        if name in seen:
+            raise WeirError(SqlState.DUPLICATE_COLUMN, f'column "{name}" specified more than once')
+        seen.add(name)
+        kind = cd.args.get("kind")
+        if kind is None:
+            raise WeirError(SqlState.SYNTAX_ERROR, f'column "{name}" needs a type')
+        pg = T.parse_type(kind.sql(dialect="postgres"))
+        nullable, default = True, None
+        for c in cd.args.get("constraints") or []:
+            k = c.kind
+            if isinstance(k, exp.NotNullColumnConstraint):
+                nullable = bool(k.args.get("allow_null"))
+            elif isinstance(k, exp.DefaultColumnConstraint):
+                default = k.this.sql(dialect="postgres")
+            elif isinstance(k, exp.PrimaryKeyColumnConstraint):
+                nullable = False
+            else:
+                raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                                f"column constraint {c.sql(dialect='postgres')} not yet supported")
+        cols.append(ColumnDef(name, pg, nullable, default))
+    if not cols:
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "tables without columns are not supported")
+    return cols
+
+
+async def _create_table(session: Session, stmt: st.CreateTable) -> api.Command:
+    coord = session.coord
+    create = stmt.expr
+    parts = table_parts(create.this.this)
+    schema_id, name = _target_schema(session, parts)
+    if coord.catalog.find_item(schema_id, name) is not None and create.args.get("exists"):
+        session.notice(f'relation "{name}" already exists, skipping')
+        return api.Command("CREATE TABLE")
+    cols = _column_defs(create)
+    await coord.create_table(schema_id, name, cols, stmt.sql, session.role.id)
+    return api.Command("CREATE TABLE")
+
+
+async def _create_view(session: Session, stmt: st.CreateView) -> api.Command:
+    coord = session.coord
+    create = stmt.expr
+    target = create.this.this if isinstance(create.this, exp.Schema) else create.this
+    parts = table_parts(target)
+    schema_id, name = _target_schema(session, parts)
+    body = create.expression
+    resolver = coord.resolver(session)
+    qualified = qualify_for_storage(body, resolver)
+    resolved = resolve(qualified, resolver)
+    from weir.adapter.query import describe
+
+    columns = await describe(session, qualified, [])
+    if isinstance(create.this, exp.Schema):
+        names = [c.name for c in create.this.expressions]
+        if len(names) != len(columns):
+            raise WeirError(SqlState.SYNTAX_ERROR, "CREATE VIEW specifies the wrong number of column names")
+        columns = [api.Column(n, c.type) for n, c in zip(names, columns, strict=True)]
+        qualified = sqlglot.exp.select(*[exp.alias_(exp.column(c), n) for c, n in zip(
+            [c.name for c in columns], names, strict=True)]).from_(qualified.subquery("v"))
+    replace = bool(create.args.get("replace"))
+    existing = coord.catalog.find_item(schema_id, name)
+    if existing is not None and replace and existing.kind == "view":
+        coord.catalog.drop_item(existing.id)
+    elif existing is not None and create.args.get("exists"):
+        session.notice(f'view "{name}" already exists, skipping')
+        return api.Command("CREATE VIEW")
+    coord.catalog.create_item(
+        "view", schema_id, name, [ColumnDef(c.name, c.type) for c in columns], stmt.sql,
+        {"query": qualified.sql(dialect="postgres")}, owner_id=session.role.id,
+        dependencies=list(resolved.depends_on))
+    await coord.catalog_changed()
+    return api.Command("CREATE VIEW")
+
+
+async def _drop(session: Session, stmt: st.Drop) -> api.Command:
+    coord = session.coord
+    tag = f"DROP {stmt.object_kind.upper()}"
+    for parts in stmt.names:
+        if stmt.object_kind == "role":
+            _require_superuser(session, "drop role")
+            if coord.catalog.find_role(parts[0]) is None and stmt.if_exists:
+                session.notice(f'role "{parts[0]}" does not exist, skipping')
+                continue
+            if parts[0] == session.role.name:
+                raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, "current role cannot be dropped")
+            coord.catalog.drop_role(parts[0])
+        elif stmt.object_kind == "database":
+            if coord.catalog.find_database(parts[0]) is None and stmt.if_exists:
+                session.notice(f'database "{parts[0]}" does not exist, skipping')
+                continue
+            result = coord.catalog.drop_database(parts[0], cascade=stmt.cascade)
+            await coord.drop_storage(result.items)
+        elif stmt.object_kind == "schema":
+            db = parts[0] if len(parts) == 2 else session.database
+            database = coord.lookup_database(db)
+            schema = coord.catalog.find_schema(database.id, parts[-1])
+            if schema is None:
+                if stmt.if_exists:
+                    session.notice(f'schema "{parts[-1]}" does not exist, skipping')
+                    continue
+                raise WeirError(SqlState.INVALID_SCHEMA_NAME, f"unknown schema '{parts[-1]}'")
+            result = coord.catalog.drop_schema(schema.id, cascade=stmt.cascade)
+            await coord.drop_storage(result.items)
+        else:
+            try:
+                desc = coord.resolver(session).lookup(parts)
+            except WeirError as e:
+                if e.sqlstate == SqlState.UNDEFINED_TABLE and stmt.if_exists:
+                    session.notice(f'{stmt.object_kind} "{".".join(parts)}" does not exist, skipping')
+                    continue
+                raise
+            if desc.id.startswith("s"):
+                raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE, f"cannot drop item {desc.name} because it is required by the database system")
+            if desc.kind != stmt.object_kind:
+                raise WeirError(SqlState.WRONG_OBJECT_TYPE, f'"{desc.name}" is a {desc.kind} not a {stmt.object_kind}')
+            result = coord.catalog.drop_item(desc.id, cascade=stmt.cascade)
+            await coord.drop_storage(result.items)
+    await coord.catalog_changed()
+    return api.Command(tag)

@@ -1,0 +1,104 @@
+"""Execute one prepared statement for a session: dispatch on the statement kind."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from weir import types as T
+from weir.adapter import api, ddl, dml, query
+from weir.adapter.session import Transaction
+from weir.adapter.show import show_query
+from weir.catalog.vars import VARS, lookup_var
+from weir.errors import SqlState, WeirError
+from weir.sql import statements as st
+
+if TYPE_CHECKING:
+    from weir.adapter.session import Session
+
+
+async def _rows(columns: list[api.Column], rows: list[tuple[Any, ...]], prefix: str = "SELECT") -> api.Rows:
+    async def gen():  # noqa: ANN202
+        yield rows
+
+    return api.Rows(columns, gen(), prefix)
+
+
+async def execute(session: Session, prepared: api.PreparedStatement, params: list[Any]) -> api.ExecuteResult:
+    stmt: st.Statement = prepared.plan
+    types = prepared.param_types
+    if isinstance(stmt, st.Empty):
+        return api.EmptyQuery()
+    if isinstance(stmt, st.Transaction):
+        return await _transaction(session, stmt)
+    if isinstance(stmt, st.Query):
+        return await query.peek(session, stmt.expr, params, types)
+    if isinstance(stmt, st.CopyTo):
+        rows = await query.peek(session, stmt.query, params, types)
+        return api.CopyOut(rows.columns, rows.batches)
+    if isinstance(stmt, st.ShowObjects):
+        rows = await query.peek(session, show_query(session, stmt), [], [])
+        return api.Rows(rows.columns, rows.batches, "SHOW")
+    if isinstance(stmt, st.ShowVariable):
+        return await _show_var(session, stmt)
+    if isinstance(stmt, st.SetVariable):
+        _check_not_in_failed(session)
+        if stmt.name in ("transaction_isolation",) and stmt.local:
+            return api.Command("SET")
+        session.set_var(stmt.name, stmt.value)
+        return api.Command("SET")
+    if isinstance(stmt, st.ResetVariable):
+        if stmt.name == "all":
+            for v in VARS:
+                if v.session:
+                    session.set_var(v.name, None)
+        else:
+            lookup_var(stmt.name).check_settable("session")
+            session.set_var(stmt.name, None)
+        return api.Command("RESET")
+    if isinstance(stmt, st.Discard):
+        session.vars = {"database": session.database}
+        return api.Command("DISCARD ALL")
+    if isinstance(stmt, (st.Insert, st.Update, st.Delete)):
+        return await dml.execute(session, stmt, params, types)
+    return await ddl.execute(session, stmt)
+
+
+def _check_not_in_failed(session: Session) -> None:
+    pass
+
+
+async def _show_var(session: Session, stmt: st.ShowVariable) -> api.Rows:
+    if stmt.name == "all":
+        rows = [(v.name, session.get_var(v.name), v.description) for v in VARS]
+        cols = [api.Column("name", T.TEXT), api.Column("setting", T.TEXT), api.Column("description", T.TEXT)]
+        return await _rows(cols, rows, "SHOW")
+    v = lookup_var(stmt.name)
+    return await _rows([api.Column(v.name.lower(), T.TEXT)], [(session.get_var(v.name),)], "SHOW")
+
+
+async def _transaction(session: Session, stmt: st.Transaction) -> api.Command:
+    txn = session.txn
+    if stmt.action == "begin":
+        if txn is not None and txn.explicit:
+            session.notice("there is already a transaction in progress", SqlState.ACTIVE_SQL_TRANSACTION,
+                           "WARNING")
+            return api.Command("BEGIN")
+        if stmt.isolation:
+            lookup_var("transaction_isolation").normalize(stmt.isolation)
+        pending = txn.writes if txn is not None else {}
+        session.txn = Transaction(explicit=True, writes=pending)
+        return api.Command("BEGIN")
+    if txn is None or not txn.explicit:
+        session.notice("there is no transaction in progress", SqlState.NO_ACTIVE_SQL_TRANSACTION, "WARNING")
+        return api.Command("COMMIT" if stmt.action == "commit" else "ROLLBACK")
+    session.txn = None
+    if stmt.action == "rollback" or txn.failed:
+        return api.Command("ROLLBACK")
+    try:
+        await session.coord.commit_writes(txn.writes)
+    except WeirError:
+        raise
+    return api.Command("COMMIT")
+
+
+__all__ = ["execute", "WeirError"]

@@ -1,0 +1,181 @@
+"""Reads: timestamp selection, constant queries on the coordinator, peeks on a replica
+(Spark job over the shards as of the chosen timestamp), streamed back as rows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from sqlglot import exp
+
+from weir import types as T
+from weir.adapter import api
+from weir.errors import SqlState, WeirError
+from weir.sql import constant
+from weir.sql.render import bind_params, name_outputs, substitute_session_functions, to_spark
+from weir.sql.resolve import RelationDesc, resolve
+from weir.types import PgType
+
+if TYPE_CHECKING:
+    from weir.adapter.session import Session
+
+
+@dataclass
+class PeekPlan:
+    spark_sql: str
+    inputs: dict[str, RelationDesc]
+    names: list[str | None]
+    cluster_id: str
+
+
+def _hints(inputs: dict[str, RelationDesc]) -> dict[str, PgType]:
+    """Column types Spark cannot express (uuid, jsonb, varchar, mz_timestamp) by column name."""
+    out: dict[str, PgType] = {}
+    for desc in inputs.values():
+        for c in desc.columns:
+            if T.from_arrow(c.type.arrow).oid != c.type.oid:
+                out.setdefault(c.name, c.type)
+    return out
+
+
+def columns_from_schema(schema: pa.Schema, names: list[str | None],
+                        inputs: dict[str, RelationDesc]) -> list[api.Column]:
+    hints = _hints(inputs)
+    cols = []
+    named = iter(names) if names and None not in names and len(names) == len(schema) else None
+    for f in schema:
+        name = next(named) if named is not None else f.name
+        if name is None or name.startswith("_weir_c"):
+            name = f.name
+        t = T.from_arrow(f.type)
+        hint = hints.get(f.name) or hints.get(name)
+        if hint is not None and hint.arrow.equals(f.type):
+            t = hint
+        elif hint is not None and hint.oid == T.MZ_TIMESTAMP.oid and pa.types.is_integer(f.type):
+            t = hint
+        cols.append(api.Column(name, t))
+    return cols
+
+
+def plan_peek(session: Session, expr: exp.Expression, ts: int | None) -> PeekPlan:
+    resolved = resolve(expr, session.coord.resolver(session))
+    body = substitute_session_functions(resolved.expr, session.context(ts))
+    names = name_outputs(body)
+    cluster = session.coord.current_cluster(session)
+    return PeekPlan(to_spark(body), resolved.inputs, names, cluster.id)
+
+
+async def describe(session: Session, expr: exp.Expression, param_types: list[PgType]) -> list[api.Column]:
+    bound = bind_params(expr, [None] * len(param_types), param_types)
+    if constant.is_constant(bound):
+        try:
+            names, types, _ = constant.evaluate(substitute_session_functions(bound, session.context(0)))
+            return [api.Column(n, t) for n, t in zip(names, types, strict=True)]
+        except constant.NotConstant:
+            pass
+        except WeirError:
+            pass
+    plan = plan_peek(session, bound, 0)
+    inputs = [_input_spec(desc, [], 0, False) for desc in plan.inputs.values()]
+    schema = await session.coord.compute.describe(plan.cluster_id, plan.spark_sql, inputs)
+    return columns_from_schema(schema, plan.names, plan.inputs)
+
+
+def _input_spec(desc: RelationDesc, files: list[str], as_of: int, consolidate: bool) -> dict[str, Any]:
+    return {
+        "name": desc.spark_name,
+        "files": files,
+        "columns": [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array
+                     else c.type.name, "nullable": c.nullable} for c in desc.columns],
+        "as_of": as_of,
+        "consolidate": consolidate,
+    }
+
+
+def choose_timestamp(session: Session, inputs: dict[str, RelationDesc]) -> int:
+    """Strict serializable: the oracle's read timestamp, which every completed write is
+    at or below; inside a transaction, the transaction's first read timestamp."""
+    txn = session.txn
+    if txn is not None and txn.explicit and txn.read_ts is not None:
+        return txn.read_ts
+    ts = session.coord.oracle.read_ts()
+    storage = session.coord.storage
+    for sid in inputs:
+        since, upper = storage.frontiers(sid)
+        if ts < since:
+            ts = since
+        if ts >= upper:
+            raise WeirError(SqlState.INTERNAL_ERROR, f"timestamp {ts} not yet readable for {sid}")
+    if txn is not None and txn.explicit:
+        txn.read_ts = ts
+    return ts
+
+
+async def run_query(session: Session, expr: exp.Expression, params: list[Any],
+                    param_types: list[PgType]) -> api.Rows:
+    rows = await peek(session, expr, params, param_types)
+    return rows
+
+
+async def peek(session: Session, expr: exp.Expression, params: list[Any], param_types: list[PgType],
+               *, tag_prefix: str = "SELECT") -> api.Rows:
+    bound = bind_params(expr, params, param_types)
+    coord = session.coord
+    if constant.is_constant(bound):
+        try:
+            ts = coord.oracle.read_ts()
+            names, types, rows = constant.evaluate(substitute_session_functions(bound, session.context(ts)))
+            cols = [api.Column(n, t) for n, t in zip(names, types, strict=True)]
+            return api.Rows(cols, _once(rows), tag_prefix)
+        except constant.NotConstant:
+            pass
+    resolved = resolve(bound, coord.resolver(session))
+    ts = choose_timestamp(session, resolved.inputs)
+    hold = coord.storage.acquire_read_hold(list(resolved.inputs), ts)
+    try:
+        body = substitute_session_functions(resolved.expr, session.context(ts))
+        names = name_outputs(body)
+        cluster = coord.current_cluster(session)
+        inputs = []
+        for sid, desc in resolved.inputs.items():
+            plan = await coord.storage.scan_plan(sid, ts)
+            inputs.append(_input_spec(desc, list(plan.files), ts, bool(plan.may_have_retractions)))
+        result = await coord.compute.peek(cluster.id, to_spark(body), inputs, ts)
+    except BaseException:
+        hold.release()
+        raise
+    cols = columns_from_schema(result.schema, names, resolved.inputs)
+    return api.Rows(cols, _stream(session, result.batches, hold), tag_prefix)
+
+
+async def _once(rows: list[tuple[Any, ...]]) -> AsyncIterator[list[tuple[Any, ...]]]:
+    yield rows
+
+
+async def _stream(session: Session, batches: AsyncIterator[pa.RecordBatch], hold: Any
+                  ) -> AsyncIterator[list[tuple[Any, ...]]]:
+    session.running = asyncio.current_task()
+    try:
+        async for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            cols = [c.to_pylist() for c in batch.columns]
+            yield list(zip(*cols, strict=True))
+    finally:
+        hold.release()
+        aclose = getattr(batches, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:  # noqa: BLE001 - the stream is being abandoned
+                pass
+
+
+async def collect(rows: api.Rows) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    async for batch in rows.batches:
+        out.extend(batch)
+    return out

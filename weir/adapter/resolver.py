@@ -1,0 +1,59 @@
+"""Resolve relation names against the catalog for one session (database, search_path)."""
+
+from __future__ import annotations
+
+from weir.catalog.model import SYSTEM_SCHEMAS, Item
+from weir.errors import SqlState, WeirError
+from weir.sql.resolve import ColumnDesc, RelationDesc
+
+# Searched before the search_path for unqualified names, as in Materialize.
+_IMPLICIT = ("mz_catalog", "pg_catalog")
+
+
+def describe_item(item: Item) -> RelationDesc:
+    cols = [ColumnDesc(c.name, c.type, c.nullable, c.default) for c in item.columns]
+    view_sql = item.definition.get("query") if item.kind == "view" else None
+    kind = item.kind if not item.builtin or item.kind == "view" else "table"
+    return RelationDesc(item.id, item.full_name, kind, cols,
+                        shard_id=None if view_sql is not None else item.id, view_sql=view_sql, oid=item.oid)
+
+
+class CatalogResolver:
+    def __init__(self, catalog: object, database: str, search_path: list[str]) -> None:
+        self.catalog = catalog
+        self.database = database
+        self.search_path = search_path
+
+    def _schema(self, database: str | None, name: str):  # noqa: ANN202
+        cat = self.catalog
+        if name in SYSTEM_SCHEMAS:
+            return cat.find_schema(None, name)  # type: ignore[attr-defined]
+        db = cat.find_database(database or self.database)  # type: ignore[attr-defined]
+        if db is None:
+            if database is not None:
+                raise WeirError(SqlState.INVALID_CATALOG_NAME, f"unknown database '{database}'")
+            return None
+        return cat.find_schema(db.id, name)  # type: ignore[attr-defined]
+
+    def lookup(self, parts: list[str]) -> RelationDesc:
+        name = parts[-1]
+        if len(parts) > 3:
+            raise WeirError(SqlState.SYNTAX_ERROR, f"improper relation name (too many dotted names): {'.'.join(parts)}")
+        if len(parts) == 1:
+            candidates = list(_IMPLICIT) + [s for s in self.search_path if s not in _IMPLICIT]
+            for schema_name in candidates:
+                schema = self._schema(None, schema_name)
+                if schema is None:
+                    continue
+                item = self.catalog.find_item(schema.id, name)  # type: ignore[attr-defined]
+                if item is not None:
+                    return describe_item(item)
+            raise WeirError(SqlState.UNDEFINED_TABLE, f"unknown catalog item '{name}'")
+        database = parts[0] if len(parts) == 3 else None
+        schema = self._schema(database, parts[-2])
+        if schema is None:
+            raise WeirError(SqlState.INVALID_SCHEMA_NAME, f"unknown schema '{parts[-2]}'")
+        item = self.catalog.find_item(schema.id, name)  # type: ignore[attr-defined]
+        if item is None:
+            raise WeirError(SqlState.UNDEFINED_TABLE, f"unknown catalog item '{'.'.join(parts)}'")
+        return describe_item(item)

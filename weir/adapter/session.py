@@ -1,0 +1,190 @@
+"""A client session: variables, transaction state, prepared statements' planning and
+execution dispatch. One per connection; pgwire drives it through weir.adapter.api."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from weir.adapter import api
+from weir.catalog.model import Role
+from weir.catalog.vars import VARS, lookup_var, normalize_var
+from weir.errors import SqlState, WeirError
+from weir.sql import parse as sqlparse
+from weir.sql import statements as st
+from weir.sql.render import SessionContext
+
+if TYPE_CHECKING:
+    from weir.adapter.coordinator import Coordinator
+
+
+@dataclass
+class Transaction:
+    explicit: bool
+    failed: bool = False
+    read_ts: int | None = None
+    writes: dict[str, list[pa.Table]] = field(default_factory=dict)
+    # name of the first statement kind that wrote or read, to keep transactions single-purpose
+    mode: str | None = None
+
+
+class Session(api.Session):
+    def __init__(self, coord: Coordinator, connection_id: int, role: Role, database: str,
+                 startup: dict[str, str]) -> None:
+        self.coord = coord
+        self.connection_id = connection_id
+        self.secret_key = secrets.randbits(31)
+        self.role = role
+        self.vars: dict[str, str] = {}
+        self._param_changes: dict[str, str] = {}
+        self._notices: list[api.Notice] = []
+        self.txn: Transaction | None = None
+        self.running: asyncio.Task[Any] | None = None
+        self.vars["database"] = database
+        for key, value in startup.items():
+            if key in ("user", "database", "replication"):
+                continue
+            if key == "options":
+                self._apply_options(value)
+                continue
+            try:
+                self.set_var(key, value, report=False)
+            except WeirError as e:
+                self._notices.append(api.Notice(e.sqlstate, e.message, "WARNING"))
+
+    def _apply_options(self, options: str) -> None:
+        # `-c name=value` pairs, as psql/libpq pass them
+        parts = options.replace("--", "-c ").split()
+        for i, p in enumerate(parts):
+            if p == "-c" and i + 1 < len(parts) and "=" in parts[i + 1]:
+                k, v = parts[i + 1].split("=", 1)
+                self.set_var(k, v, report=False)
+
+    # ---- variables -----------------------------------------------------------------
+    def get_var(self, name: str) -> str:
+        v = lookup_var(name)
+        if v.name == "is_superuser":
+            return "on" if self.role.superuser else "off"
+        if v.name == "session_authorization":
+            return self.role.name
+        if v.name in self.vars:
+            return self.vars[v.name]
+        return self.coord.system_var(v.name)
+
+    def set_var(self, name: str, value: str | None, *, report: bool = True) -> None:
+        v = lookup_var(name)
+        if value is None:
+            self.vars.pop(v.name, None)
+            canonical = self.get_var(v.name)
+        else:
+            v, canonical = normalize_var(name, value, "session")
+            self.vars[v.name] = canonical
+        if report and v.report:
+            self._param_changes[v.name] = canonical
+
+    def parameter_statuses(self) -> dict[str, str]:
+        return {v.name: self.get_var(v.name) for v in VARS if v.report}
+
+    def take_parameter_changes(self) -> dict[str, str]:
+        out, self._param_changes = self._param_changes, {}
+        return out
+
+    def take_notices(self) -> list[api.Notice]:
+        out, self._notices = self._notices, []
+        return out
+
+    def notice(self, message: str, sqlstate: str = SqlState.SUCCESSFUL_COMPLETION,
+               severity: str = "NOTICE") -> None:
+        self._notices.append(api.Notice(sqlstate, message, severity))
+
+    @property
+    def user(self) -> str:
+        return self.role.name
+
+    @property
+    def database(self) -> str:
+        return self.get_var("database")
+
+    @property
+    def search_path(self) -> list[str]:
+        return lookup_var("search_path").parse(self.get_var("search_path"))
+
+    def context(self, timestamp: int | None = None) -> SessionContext:
+        return SessionContext(user=self.user, database=self.database, search_path=self.search_path,
+                              connection_id=self.connection_id, timestamp=timestamp,
+                              setting=self.get_var)
+
+    # ---- transactions --------------------------------------------------------------
+    @property
+    def transaction_status(self) -> str:
+        if self.txn is None or not self.txn.explicit:
+            return "I"
+        return "E" if self.txn.failed else "T"
+
+    def implicit_txn(self) -> Transaction:
+        if self.txn is None:
+            self.txn = Transaction(explicit=False)
+        return self.txn
+
+    def mark_failed(self) -> None:
+        if self.txn is not None:
+            if self.txn.explicit:
+                self.txn.failed = True
+            else:
+                self.txn = None
+
+    async def end_implicit_transaction(self) -> None:
+        if self.txn is not None and not self.txn.explicit:
+            txn, self.txn = self.txn, None
+            if not txn.failed:
+                await self.coord.commit_writes(txn.writes)
+
+    # ---- statements ----------------------------------------------------------------
+    def split(self, sql: str) -> list[str]:
+        return sqlparse.split(sql)
+
+    async def prepare(self, sql: str, param_oids: list[int]) -> api.PreparedStatement:
+        from weir.adapter import describe
+
+        stmt = self.coord.parse_cached(sql)
+        return await describe.prepare(self, stmt, param_oids)
+
+    async def execute(self, stmt: api.PreparedStatement, params: list[Any], *,
+                      extended: bool = False) -> api.ExecuteResult:
+        from weir.adapter import execute
+
+        self.running = asyncio.current_task()
+        parsed: st.Statement = stmt.plan
+        if self.txn is not None and self.txn.failed and not (
+                isinstance(parsed, st.Transaction) and parsed.action in ("commit", "rollback")):
+            raise WeirError(SqlState.IN_FAILED_SQL_TRANSACTION,
+                            "current transaction is aborted, commands ignored until end of transaction block")
+        timeout_ms = lookup_var("statement_timeout").parse(self.get_var("statement_timeout"))
+        try:
+            if timeout_ms:
+                try:
+                    return await asyncio.wait_for(execute.execute(self, stmt, params), timeout_ms / 1000)
+                except TimeoutError:
+                    raise WeirError(SqlState.QUERY_CANCELED,
+                                    "canceling statement due to statement timeout") from None
+            return await execute.execute(self, stmt, params)
+        except WeirError:
+            self.mark_failed()
+            raise
+        except asyncio.CancelledError:
+            self.mark_failed()
+            raise
+
+    def cancel(self) -> None:
+        task = self.running
+        if task is not None and not task.done():
+            task.cancel()
+
+    async def close(self) -> None:
+        self.cancel()
+        self.txn = None
+        self.coord.session_closed(self)

@@ -1,0 +1,189 @@
+"""Evaluate constant queries (no relation read, e.g. `SELECT 1`, `SELECT version()`) on
+the coordinator, without a Spark job. Anything it does not understand raises
+NotConstant and goes to a replica instead."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from typing import Any
+
+from sqlglot import exp
+
+from weir import types as T
+from weir.errors import SqlState, WeirError
+from weir.sql.render import name_outputs, pg_type_of_datatype
+from weir.types import PgType
+
+
+class NotConstant(Exception):
+    """The query needs a real engine."""
+
+
+Value = tuple[Any, PgType]
+
+_INT_RANGE = {T.INT2.oid: (-(2**15), 2**15 - 1, "smallint"), T.INT4.oid: (-(2**31), 2**31 - 1, "integer"),
+              T.INT8.oid: (-(2**63), 2**63 - 1, "bigint")}
+
+
+def is_constant(expr: exp.Expression) -> bool:
+    return (isinstance(expr, exp.Select) and expr.args.get("from_") is None and expr.args.get("from") is None
+            and not any(isinstance(n, (exp.Table, exp.Subquery, exp.AggFunc, exp.Window))
+                        for n in expr.walk()))
+
+
+def evaluate(expr: exp.Expression) -> tuple[list[str], list[PgType], list[tuple[Any, ...]]]:
+    """Returns (column names, types, rows) of a constant SELECT."""
+    if not is_constant(expr):
+        raise NotConstant
+    for key in ("where", "group", "having", "order", "limit", "offset", "distinct"):
+        if expr.args.get(key):
+            raise NotConstant
+    expr = expr.copy()
+    names = name_outputs(expr)
+    values = []
+    for p in expr.expressions:
+        if isinstance(p, exp.Alias):
+            p = p.this
+        values.append(_eval(p))
+    return [n or "?column?" for n in names], [t for _, t in values], [tuple(v for v, _ in values)]
+
+
+def _int_type(v: int) -> PgType:
+    if -(2**31) <= v < 2**31:
+        return T.INT4
+    if -(2**63) <= v < 2**63:
+        return T.INT8
+    return T.NUMERIC
+
+
+def _eval(e: exp.Expression) -> Value:
+    if isinstance(e, exp.Paren):
+        return _eval(e.this)
+    if isinstance(e, exp.Literal):
+        if e.is_string:
+            return e.this, T.TEXT
+        text = e.this
+        if any(c in text for c in ".eE"):
+            return decimal.Decimal(text), T.NUMERIC
+        v = int(text)
+        return v, _int_type(v)
+    if isinstance(e, exp.Boolean):
+        return bool(e.this), T.BOOL
+    if isinstance(e, exp.Null):
+        return None, T.TEXT
+    if isinstance(e, exp.Neg):
+        v, t = _eval(e.this)
+        return (None if v is None else _check(-v, t)), t
+    if isinstance(e, exp.Cast):
+        return _cast(e)
+    if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):
+        return _arith(e)
+    if isinstance(e, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
+        return _compare(e)
+    if isinstance(e, (exp.And, exp.Or)):
+        a, _ = _eval(e.this)
+        b, _ = _eval(e.expression)
+        if isinstance(e, exp.And):
+            if a is False or b is False:
+                return False, T.BOOL
+            return (None if a is None or b is None else True), T.BOOL
+        if a is True or b is True:
+            return True, T.BOOL
+        return (None if a is None or b is None else False), T.BOOL
+    if isinstance(e, exp.Not):
+        a, _ = _eval(e.this)
+        return (None if a is None else not a), T.BOOL
+    if isinstance(e, exp.DPipe):
+        a, _ = _eval(e.this)
+        b, _ = _eval(e.expression)
+        return (None if a is None or b is None else _text(a) + _text(b)), T.TEXT
+    if isinstance(e, (exp.Upper, exp.Lower)):
+        a, _ = _eval(e.this)
+        return (None if a is None else (a.upper() if isinstance(e, exp.Upper) else a.lower())), T.TEXT
+    raise NotConstant
+
+
+def _text(v: Any) -> str:
+    from weir.codec import encode_text
+
+    if isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return encode_text(v, T.NUMERIC if isinstance(v, decimal.Decimal) else _int_type(v)).decode()
+
+
+def _check(v: Any, t: PgType) -> Any:
+    if t.oid in _INT_RANGE:
+        lo, hi, name = _INT_RANGE[t.oid]
+        if not lo <= v <= hi:
+            raise WeirError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, f"{name} out of range")
+    return v
+
+
+_RANK = {T.INT2.oid: 1, T.INT4.oid: 2, T.INT8.oid: 3, T.NUMERIC.oid: 4, T.FLOAT4.oid: 5, T.FLOAT8.oid: 6}
+
+
+def _arith(e: exp.Binary) -> Value:
+    a, ta = _eval(e.this)
+    b, tb = _eval(e.expression)
+    if ta.oid not in _RANK or tb.oid not in _RANK:
+        raise NotConstant
+    t = ta if _RANK[ta.oid] >= _RANK[tb.oid] else tb
+    if t.oid == T.NUMERIC.oid:
+        t = T.NUMERIC
+    if a is None or b is None:
+        return None, t
+    if t.oid in (T.FLOAT4.oid, T.FLOAT8.oid):
+        a, b = float(a), float(b)
+    elif t.oid == T.NUMERIC.oid:
+        a, b = decimal.Decimal(a), decimal.Decimal(b)
+    if isinstance(e, (exp.Div, exp.Mod)) and b == 0:
+        raise WeirError(SqlState.DIVISION_BY_ZERO, "division by zero")
+    if isinstance(e, exp.Add):
+        r = a + b
+    elif isinstance(e, exp.Sub):
+        r = a - b
+    elif isinstance(e, exp.Mul):
+        r = a * b
+    elif isinstance(e, exp.Div):
+        if t.oid in _INT_RANGE:
+            q = abs(a) // abs(b)
+            r = q if (a >= 0) == (b >= 0) else -q
+        else:
+            r = a / b
+    else:
+        r = a % b if t.oid not in _INT_RANGE else int(decimal.Decimal(a) % decimal.Decimal(b))
+    return _check(r, t), t
+
+
+def _compare(e: exp.Binary) -> Value:
+    a, ta = _eval(e.this)
+    b, tb = _eval(e.expression)
+    if a is None or b is None:
+        return None, T.BOOL
+    if type(a) is not type(b) and not (isinstance(a, (int, float, decimal.Decimal))
+                                       and isinstance(b, (int, float, decimal.Decimal))):
+        raise NotConstant
+    ops = {exp.EQ: lambda x, y: x == y, exp.NEQ: lambda x, y: x != y, exp.LT: lambda x, y: x < y,
+           exp.LTE: lambda x, y: x <= y, exp.GT: lambda x, y: x > y, exp.GTE: lambda x, y: x >= y}
+    return ops[type(e)](a, b), T.BOOL
+
+
+def _cast(e: exp.Cast) -> Value:
+    from weir.codec import coerce
+
+    target = pg_type_of_datatype(e.to)
+    if target is None or target.is_array:
+        raise NotConstant
+    v, t = _eval(e.this)
+    if v is None:
+        return None, target
+    if target.oid == T.TEXT.oid or target.oid == T.VARCHAR.oid:
+        return _text(v), target
+    if isinstance(v, (dt.date, dt.datetime, dt.timedelta)):
+        raise NotConstant
+    if t.oid in (T.FLOAT4.oid, T.FLOAT8.oid) and target.oid in _INT_RANGE:
+        v = decimal.Decimal(repr(v))
+    return coerce(v if not isinstance(v, bool) or target.oid == T.BOOL.oid else str(v).lower(), target), target

@@ -1,0 +1,264 @@
+"""Turn a resolved query into Spark SQL: bind parameters, replace session functions by
+their values, name output columns the way PostgreSQL does."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from weir import types as T
+from weir.errors import SqlState, WeirError
+from weir.types import PgType
+
+VERSION = "PostgreSQL 15.4 on x86_64-pc-linux-gnu (weir 0.1.0, Apache Spark)"
+
+
+@dataclass
+class SessionContext:
+    """What session functions evaluate to for one statement."""
+
+    user: str = "materialize"
+    database: str = "materialize"
+    search_path: list[str] = field(default_factory=lambda: ["public"])
+    connection_id: int = 0
+    timestamp: int | None = None  # the read/write timestamp chosen for mz_now()
+    statement_time: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    setting: Callable[[str], str] | None = None
+
+
+def output_name(e: exp.Expression) -> str:
+    """PostgreSQL's FigureColname for a projection."""
+    if isinstance(e, exp.Alias):
+        return e.alias
+    if isinstance(e, exp.Column):
+        return e.name
+    if isinstance(e, exp.Cast):
+        inner = e.this
+        if isinstance(inner, (exp.Literal, exp.Null)) or inner.name == "":
+            return _type_label(e.to)
+        return output_name(inner)
+    if isinstance(e, exp.Paren):
+        return output_name(e.this)
+    if isinstance(e, exp.Case):
+        return "case"
+    if isinstance(e, exp.Array):
+        return "array"
+    if isinstance(e, exp.CurrentVersion):
+        return "version"
+    if isinstance(e, exp.Anonymous):
+        return e.name.lower()
+    if isinstance(e, (exp.CurrentUser, exp.SessionUser)):
+        return "current_user" if isinstance(e, exp.CurrentUser) else "session_user"
+    if isinstance(e, exp.Func):
+        name = e.sql_name().lower()
+        return {"current_timestamp": "now" if e.args.get("sysdate") is None else name}.get(name, name)
+    return "?column?"
+
+
+def _type_label(to: exp.DataType) -> str:
+    labels = {
+        "INT": "int4", "BIGINT": "int8", "SMALLINT": "int2", "TEXT": "text", "VARCHAR": "varchar",
+        "BOOLEAN": "bool", "DOUBLE": "float8", "FLOAT": "float4", "DECIMAL": "numeric",
+        "DATE": "date", "TIMESTAMP": "timestamp", "TIMESTAMPTZ": "timestamptz",
+        "INTERVAL": "interval", "UUID": "uuid", "JSONB": "jsonb",
+    }
+    return labels.get(to.this.name if hasattr(to.this, "name") else str(to.this), "?column?")
+
+
+def name_outputs(expr: exp.Expression) -> list[str | None]:
+    """Alias unaliased top-level projections with PostgreSQL's names. Returns each
+    projection's name (None for a star, whose names Spark knows)."""
+    select = expr
+    while isinstance(select, exp.SetOperation):
+        select = select.this
+    if isinstance(select, exp.Subquery):
+        select = select.this
+    if not isinstance(select, exp.Select):
+        return []
+    names: list[str | None] = []
+    new_exprs = []
+    for i, p in enumerate(select.expressions):
+        if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)):
+            names.append(None)
+            new_exprs.append(p)
+            continue
+        name = output_name(p)
+        names.append(name)
+        if isinstance(p, exp.Alias):
+            new_exprs.append(p)
+        elif isinstance(p, exp.Column):
+            new_exprs.append(p)
+        else:
+            new_exprs.append(exp.alias_(p, f"_weir_c{i}", quoted=True))
+    select.set("expressions", new_exprs)
+    return names
+
+
+def substitute_session_functions(expr: exp.Expression, ctx: SessionContext) -> exp.Expression:
+    """Replace session-dependent functions by literals, so coordinator and replica agree."""
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.CurrentVersion):
+            return exp.Literal.string(VERSION)
+        if isinstance(node, (exp.CurrentUser, exp.SessionUser)):
+            return exp.Literal.string(ctx.user)
+        if isinstance(node, exp.CurrentDatabase):
+            return exp.Literal.string(ctx.database)
+        if isinstance(node, exp.CurrentSchema):
+            return exp.Literal.string(ctx.search_path[0] if ctx.search_path else "")
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in ("current_role", "user"):
+            if not isinstance(node.parent, exp.Select) or True:
+                return exp.Literal.string(ctx.user)
+        if isinstance(node, (exp.CurrentTimestamp,)):
+            return literal(ctx.statement_time, T.TIMESTAMPTZ)
+        if isinstance(node, exp.Anonymous):
+            fname = node.name.lower()
+            if fname == "mz_now":
+                if ctx.timestamp is None:
+                    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "mz_now() is not available here")
+                return literal(ctx.timestamp, T.MZ_TIMESTAMP)
+            if fname == "now":
+                return literal(ctx.statement_time, T.TIMESTAMPTZ)
+            if fname == "pg_backend_pid":
+                return literal(ctx.connection_id, T.INT4)
+            if fname == "current_setting" and ctx.setting is not None and node.expressions:
+                arg = node.expressions[0]
+                if isinstance(arg, exp.Literal) and arg.is_string:
+                    return exp.Literal.string(ctx.setting(arg.this))
+        return node
+
+    return expr.transform(visit)
+
+
+def literal(value: Any, t: PgType) -> exp.Expression:
+    """A typed SQL literal that means `value` of type `t` in both Postgres and Spark SQL."""
+    if value is None:
+        return exp.Cast(this=exp.Null(), to=exp.DataType.build(t.spark_ddl, dialect="spark"))
+    if t.is_array:
+        assert t.element is not None
+        return exp.Array(expressions=[literal(v, t.element) for v in value])
+    if t.oid == T.BOOL.oid:
+        return exp.Boolean(this=bool(value))
+    if t.oid in (T.INT2.oid, T.INT4.oid, T.INT8.oid, T.MZ_TIMESTAMP.oid, 26):
+        lit = exp.Literal.number(int(value))
+        return exp.Cast(this=lit, to=exp.DataType.build(t.spark_ddl, dialect="spark"))
+    if t.oid in (T.FLOAT4.oid, T.FLOAT8.oid):
+        f = float(value)
+        text = repr(f) if f == f and f not in (float("inf"), float("-inf")) else {
+            "nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[repr(f)]
+        return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build(t.spark_ddl, dialect="spark"))
+    if t.oid == T.NUMERIC.oid:
+        d = decimal.Decimal(value)
+        ddl = t.spark_ddl
+        if t.precision is None:
+            ddl = _decimal_ddl(d)
+        return exp.Cast(this=exp.Literal.string(format(d, "f")), to=exp.DataType.build(ddl, dialect="spark"))
+    if t.oid == T.DATE.oid:
+        return exp.Cast(this=exp.Literal.string(value.isoformat()), to=exp.DataType.build("DATE"))
+    if t.oid == T.TIMESTAMP.oid:
+        return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")),
+                        to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
+    if t.oid == T.TIMESTAMPTZ.oid:
+        v = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return exp.Cast(this=exp.Literal.string(v.astimezone(dt.UTC).isoformat(sep=" ")),
+                        to=exp.DataType.build("TIMESTAMP", dialect="spark"))
+    if t.oid == T.INTERVAL.oid:
+        micros = int(value / dt.timedelta(microseconds=1)) if isinstance(value, dt.timedelta) else int(value)
+        return exp.Anonymous(this="weir_interval_micros", expressions=[exp.Literal.number(micros)])
+    if t.oid == T.BYTEA.oid:
+        return exp.HexString(this=bytes(value).hex())
+    if t.oid == T.UUID.oid:
+        return exp.Literal.string(str(value) if not isinstance(value, uuid.UUID) else str(value))
+    return exp.Literal.string(str(value))
+
+
+def _decimal_ddl(d: decimal.Decimal) -> str:
+    sign, digits, exponent = d.as_tuple()
+    scale = max(0, -int(exponent)) if isinstance(exponent, int) else 0
+    precision = max(len(digits), scale, 1)
+    precision = min(38, max(precision, scale + 1))
+    return f"DECIMAL({precision},{min(scale, precision)})"
+
+
+def bind_params(expr: exp.Expression, values: list[Any], types: list[PgType]) -> exp.Expression:
+    """Replace $n by typed literals of the bound values."""
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Parameter, exp.Placeholder)):
+            n = _param_number(node)
+            if n < 1 or n > len(values):
+                raise WeirError(SqlState.UNDEFINED_PARAMETER, f"there is no parameter ${n}")
+            return literal(values[n - 1], types[n - 1])
+        return node
+
+    return expr.transform(visit)
+
+
+def _param_number(node: exp.Expression) -> int:
+    inner = node.this
+    text = inner.name if isinstance(inner, exp.Expression) else str(inner)
+    try:
+        return int(text)
+    except ValueError:
+        raise WeirError(SqlState.SYNTAX_ERROR, f"invalid parameter reference {node.sql()}") from None
+
+
+def param_count(expr: exp.Expression) -> int:
+    return max((_param_number(p) for p in expr.find_all(exp.Parameter, exp.Placeholder)), default=0)
+
+
+def infer_param_types(
+    expr: exp.Expression, given: list[int], column_type: Callable[[exp.Column], PgType | None]
+) -> list[PgType]:
+    """Types for $1..$n: the client's where given, else from context (a cast, or a
+    comparison/arithmetic with a column or typed expression), else text."""
+    n = max(param_count(expr), len(given))
+    out: list[PgType | None] = [None] * n
+    for i, oid in enumerate(given):
+        if oid:
+            out[i] = T.by_oid(oid)
+    for p in expr.find_all(exp.Parameter, exp.Placeholder):
+        k = _param_number(p) - 1
+        if out[k] is not None:
+            continue
+        parent = p.parent
+        while isinstance(parent, exp.Paren):
+            parent = parent.parent
+        guess: PgType | None = None
+        if isinstance(parent, exp.Cast):
+            guess = pg_type_of_datatype(parent.to)
+        elif isinstance(parent, (exp.Binary, exp.In, exp.Between)):
+            for other in parent.iter_expressions():
+                if other is p:
+                    continue
+                if isinstance(other, exp.Column):
+                    guess = column_type(other)
+                elif isinstance(other, exp.Cast):
+                    guess = pg_type_of_datatype(other.to)
+                elif isinstance(other, exp.Literal) and not other.is_string:
+                    guess = T.NUMERIC if "." in other.this else T.INT4
+                if guess is not None:
+                    break
+        elif isinstance(parent, exp.Limit) or isinstance(parent, exp.Offset):
+            guess = T.INT8
+        out[k] = guess
+    return [t or T.TEXT for t in out]
+
+
+def pg_type_of_datatype(dt_: exp.DataType) -> PgType | None:
+    try:
+        return T.parse_type(dt_.sql(dialect="postgres"))
+    except WeirError:
+        return None
+
+
+def to_spark(expr: exp.Expression) -> str:
+    """Render for Spark SQL."""
+    sql = expr.sql(dialect="spark")
+    return sql

@@ -1,0 +1,126 @@
+"""Name resolution: bind the relations a query reads to catalog collections and
+render it as Spark SQL over temporary views of those collections."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import sqlglot
+from sqlglot import exp
+
+from weir.errors import SqlState, WeirError
+from weir.types import PgType
+
+
+@dataclass(frozen=True)
+class ColumnDesc:
+    name: str
+    type: PgType
+    nullable: bool = True
+    default: str | None = None
+
+
+@dataclass
+class RelationDesc:
+    """A relation a query can name: a stored collection (table, source, builtin) or a view."""
+
+    id: str
+    name: str  # fully qualified, for messages
+    kind: str  # table | view | source | builtin
+    columns: list[ColumnDesc]
+    shard_id: str | None = None
+    view_sql: str | None = None  # a view's definition, names fully qualified
+    oid: int = 0
+
+    @property
+    def spark_name(self) -> str:
+        return f"weir_{self.shard_id}"
+
+
+class Resolver(Protocol):
+    def lookup(self, parts: list[str]) -> RelationDesc:
+        """Resolve [name], [schema, name] or [database, schema, name]; raise 42P01."""
+
+
+@dataclass
+class Resolved:
+    """A query with every relation bound. `expr` names collections by their Spark temp
+    view names; `inputs` are the collections it reads (by shard id)."""
+
+    expr: exp.Expression
+    inputs: dict[str, RelationDesc] = field(default_factory=dict)
+    depends_on: dict[str, RelationDesc] = field(default_factory=dict)
+
+
+def _cte_names(expr: exp.Expression) -> set[str]:
+    return {cte.alias_or_name.lower() for cte in expr.find_all(exp.CTE)}
+
+
+def table_parts(table: exp.Table) -> list[str]:
+    parts = [p.name for p in table.parts]
+    return [p if _quoted(table, p) else p.lower() for p in parts]
+
+
+def _quoted(table: exp.Table, name: str) -> bool:
+    for ident in table.find_all(exp.Identifier):
+        if ident.name == name and ident.quoted:
+            return True
+    return False
+
+
+def resolve(expr: exp.Expression, resolver: Resolver, *, _depth: int = 0) -> Resolved:
+    """Bind relation names in a (copied) query expression."""
+    if _depth > 32:
+        raise WeirError(SqlState.PROGRAM_LIMIT_EXCEEDED, "views nested too deeply")
+    expr = expr.copy()
+    out = Resolved(expr)
+    ctes = _cte_names(expr)
+    for table in list(expr.find_all(exp.Table)):
+        if not isinstance(table.this, exp.Identifier):
+            continue
+        parts = table_parts(table)
+        if len(parts) == 1 and parts[0] in ctes:
+            continue
+        desc = resolver.lookup(parts)
+        out.depends_on[desc.id] = desc
+        alias = table.alias or parts[-1]
+        if desc.view_sql is not None:
+            inner = resolve(sqlglot.parse_one(desc.view_sql, read="postgres"), resolver, _depth=_depth + 1)
+            out.inputs.update(inner.inputs)
+            sub = exp.Subquery(this=inner.expr, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+            if table is expr:
+                out.expr = sub
+            else:
+                table.replace(sub)
+        else:
+            assert desc.shard_id is not None
+            out.inputs[desc.shard_id] = desc
+            new = exp.Table(this=exp.to_identifier(desc.spark_name))
+            new.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
+            table.replace(new)
+    return out
+
+
+def qualify_for_storage(expr: exp.Expression, resolver: Resolver) -> exp.Expression:
+    """Rewrite relation names to fully qualified database.schema.name (for view definitions,
+    so a view means the same thing whatever the reader's search_path)."""
+    expr = expr.copy()
+    ctes = _cte_names(expr)
+    for table in list(expr.find_all(exp.Table)):
+        if not isinstance(table.this, exp.Identifier):
+            continue
+        parts = table_parts(table)
+        if len(parts) == 1 and parts[0] in ctes:
+            continue
+        desc = resolver.lookup(parts)
+        full = desc.name.split(".")
+        alias = table.alias or parts[-1]
+        new = exp.Table(
+            this=exp.to_identifier(full[-1], quoted=True),
+            db=exp.to_identifier(full[-2], quoted=True) if len(full) > 1 else None,
+            catalog=exp.to_identifier(full[-3], quoted=True) if len(full) > 2 else None,
+        )
+        new.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        table.replace(new)
+    return expr

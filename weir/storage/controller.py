@@ -1,0 +1,328 @@
+"""The storage controller: the coordinator's view of every shard it writes (tables,
+builtin relations). Group-commits writes once per tick through a write-ahead file so
+a multi-shard commit is all-or-nothing across crashes, advances uppers every tick,
+holds `since` back for reads in flight, and compacts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from weir.errors import SqlState, WeirError
+from weir.types import PgType
+
+log = logging.getLogger(__name__)
+
+COMPACTION_WINDOW_MS = 1000
+
+
+@dataclass
+class _Collection:
+    shard: Any
+    columns: list[tuple[str, PgType, bool]]
+    durable_upper: int
+    upper: int
+    since: int
+    durable_since: int
+    holds: dict[int, int] = field(default_factory=dict)  # hold id -> timestamp
+    dirty_since_compaction: bool = False
+
+
+@dataclass
+class _Pending:
+    updates: dict[str, pa.Table]
+    done: asyncio.Future[int]
+
+
+class ReadHold:
+    """Keeps `since` of some collections at or below a timestamp until released."""
+
+    def __init__(self, controller: StorageController, hold_id: int, shard_ids: list[str], ts: int) -> None:
+        self._controller = controller
+        self.hold_id = hold_id
+        self.shard_ids = shard_ids
+        self.ts = ts
+        self._released = False
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._controller._release(self)
+
+    def __enter__(self) -> ReadHold:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class StorageController:
+    def __init__(self, store: Any, oracle: Any, wal_dir: Path, *, epoch: int = 1,
+                 tick_ms: int = 1000, persist_every_ticks: int = 5, compact_every_ticks: int = 30) -> None:
+        self.store = store
+        self.oracle = oracle
+        self.epoch = epoch
+        self.wal_dir = wal_dir
+        self.wal_dir.mkdir(parents=True, exist_ok=True)
+        self.tick_ms = tick_ms
+        self.persist_every_ticks = persist_every_ticks
+        self.compact_every_ticks = compact_every_ticks
+        self.collections: dict[str, _Collection] = {}
+        self._pending: list[_Pending] = []
+        self._wake = asyncio.Event()
+        # Writes (appends, frontier updates, compaction) run one at a time, in order;
+        # reads (scan planning, snapshots) run beside them.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="storage-write")
+        self._read_executor = ThreadPoolExecutor(max_workers=2, thread_name_prefix="storage-read")
+        self._task: asyncio.Task[None] | None = None
+        self._next_hold = 0
+        self._ticks = 0
+        self._stopping = False
+        self.on_commit: list[Callable[[int], None]] = []
+        self.commits = 0
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def _read(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._read_executor, fn, *args)
+
+    # ---- lifecycle -------------------------------------------------------------
+
+    async def _open_one(self, shard_id: str) -> None:
+        shard = await self._run(self.store.open_shard, shard_id)
+        fr = await self._run(shard.frontiers)
+        upper = max(fr.upper, self.oracle.read_ts() + 1)
+        self.collections[shard_id] = _Collection(shard, list(shard.columns), fr.upper, upper,
+                                                 fr.since, fr.since)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="storage-controller")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        try:
+            await self._persist_frontiers()
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            log.exception("persisting frontiers at shutdown")
+        self._executor.shutdown(wait=True)
+        self._read_executor.shutdown(wait=True)
+
+    # ---- collections -----------------------------------------------------------
+    async def create_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]]) -> None:
+        upper = self.oracle.read_ts() + 1
+        shard = await self._run(lambda: self.store.create_shard(shard_id, columns, initial_upper=upper))
+        self.collections[shard_id] = _Collection(shard, list(columns), upper, upper, upper - 1, upper - 1)
+
+    async def ensure_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]]) -> None:
+        if shard_id in self.collections:
+            return
+        exists = await self._run(self.store.shard_exists, shard_id)
+        if exists:
+            await self._open_one(shard_id)
+        else:
+            await self.create_collection(shard_id, columns)
+
+    async def drop_collection(self, shard_id: str) -> None:
+        self.collections.pop(shard_id, None)
+        await self._run(self.store.drop_shard, shard_id)
+
+    def frontiers(self, shard_id: str) -> tuple[int, int]:
+        c = self.collections[shard_id]
+        return c.since, c.upper
+
+    # ---- reads -----------------------------------------------------------------
+    def acquire_read_hold(self, shard_ids: list[str], ts: int) -> ReadHold:
+        """Pin `since` of these collections at `ts`; raise if `ts` is already compacted away."""
+        for sid in shard_ids:
+            c = self.collections.get(sid)
+            if c is None:
+                raise WeirError(SqlState.UNDEFINED_TABLE, f"collection {sid} does not exist")
+            if ts < c.since:
+                raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                                f"Timestamp ({ts}) is not valid for all inputs: since is {c.since}")
+        self._next_hold += 1
+        hold = ReadHold(self, self._next_hold, list(shard_ids), ts)
+        for sid in shard_ids:
+            self.collections[sid].holds[hold.hold_id] = ts
+        return hold
+
+    def _release(self, hold: ReadHold) -> None:
+        for sid in hold.shard_ids:
+            c = self.collections.get(sid)
+            if c is not None:
+                c.holds.pop(hold.hold_id, None)
+
+    async def scan_plan(self, shard_id: str, as_of: int) -> Any:
+        c = self.collections[shard_id]
+        return await self._read(c.shard.data_files, as_of)
+
+    async def snapshot(self, shard_id: str, as_of: int) -> pa.Table:
+        c = self.collections[shard_id]
+        return await self._read(c.shard.snapshot, as_of)
+
+    # ---- writes ----------------------------------------------------------------
+    async def append(self, updates: dict[str, pa.Table]) -> int:
+        """Group-commit `updates` (shard id -> data columns + mz_diff) at the next write
+        timestamp; returns that timestamp once durable."""
+        for sid in updates:
+            if sid not in self.collections:
+                raise WeirError(SqlState.UNDEFINED_TABLE, f"collection {sid} does not exist")
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Pending(updates, fut))
+        self._wake.set()
+        return await asyncio.shield(fut)
+
+    async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_tick = loop.time() + self.tick_ms / 1000
+        while not self._stopping:
+            timeout = max(0.0, next_tick - loop.time())
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                if self._pending:
+                    await self._commit_pending()
+                if loop.time() >= next_tick:
+                    next_tick = loop.time() + self.tick_ms / 1000
+                    await self._tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - keep the loop alive; the failure was reported
+                log.exception("storage controller loop")
+                await asyncio.sleep(0.5)
+
+    async def _commit_pending(self) -> None:
+        batch, self._pending = self._pending, []
+        merged: dict[str, list[pa.Table]] = {}
+        for p in batch:
+            for sid, t in p.updates.items():
+                merged.setdefault(sid, []).append(t)
+        ts = self.oracle.write_ts()
+        try:
+            tables = {sid: self._with_time(pa.concat_tables(ts_list, promote_options="permissive"), ts)
+                      for sid, ts_list in merged.items() if sid in self.collections}
+            await self._commit(tables, ts)
+        except Exception as e:  # noqa: BLE001 - every waiter learns of the failure
+            err = e if isinstance(e, WeirError) else WeirError(SqlState.IO_ERROR, f"write failed: {e}")
+            for p in batch:
+                if not p.done.done():
+                    p.done.set_exception(err)
+            return
+        self._advance_all(ts)
+        for p in batch:
+            if not p.done.done():
+                p.done.set_result(ts)
+
+    @staticmethod
+    def _with_time(t: pa.Table, ts: int) -> pa.Table:
+        return t.append_column("mz_timestamp", pa.array([ts] * t.num_rows, pa.int64())) \
+            if "mz_timestamp" not in t.column_names else t
+
+    async def _commit(self, tables: dict[str, pa.Table], ts: int) -> None:
+        wal = self.wal_dir / f"{ts:020d}.arrow"
+        multi = len(tables) > 1
+        if multi:
+            await self._run(self._write_wal, wal, tables)
+        for sid, t in tables.items():
+            c = self.collections[sid]
+            fr = await self._run(c.shard.compare_and_append, t, c.durable_upper, ts + 1, self.epoch)
+            c.durable_upper = fr.upper
+            c.dirty_since_compaction = True
+        if multi:
+            await self._run(os.unlink, wal)
+        self.commits += 1
+
+    def _write_wal(self, path: Path, tables: dict[str, pa.Table]) -> None:
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            for sid, t in tables.items():
+                t = t.replace_schema_metadata({"shard_id": sid})
+                sink = pa.BufferOutputStream()
+                with ipc.new_stream(sink, t.schema) as w:
+                    w.write_table(t)
+                buf = sink.getvalue()
+                f.write(len(buf).to_bytes(8, "big"))
+                f.write(buf)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    async def replay_wal(self) -> None:
+        """Finish group commits a crash interrupted: each write-ahead file lands whole."""
+        for path in sorted(self.wal_dir.glob("*.arrow")):
+            ts = int(path.stem)
+            data = path.read_bytes()
+            off = 0
+            while off < len(data):
+                n = int.from_bytes(data[off:off + 8], "big")
+                t = ipc.open_stream(pa.py_buffer(data[off + 8:off + 8 + n])).read_all()
+                off += 8 + n
+                sid = (t.schema.metadata or {}).get(b"shard_id", b"").decode()
+                c = self.collections.get(sid)
+                if c is None or c.durable_upper > ts:
+                    continue  # dropped since, or this part already landed
+                fr = await self._run(c.shard.compare_and_append, t.replace_schema_metadata(None),
+                                     c.durable_upper, ts + 1, self.epoch)
+                c.durable_upper = fr.upper
+                c.upper = max(c.upper, fr.upper)
+            log.info("replayed write-ahead file %s", path.name)
+            path.unlink()
+        for p in self.wal_dir.glob("*.tmp"):
+            p.unlink()
+
+    def _advance_all(self, ts: int) -> None:
+        for c in self.collections.values():
+            c.upper = max(c.upper, ts + 1)
+            held = min(c.holds.values(), default=c.upper)
+            c.since = max(c.since, min(c.upper - COMPACTION_WINDOW_MS, held))
+        self.oracle.apply_write(ts)
+        for cb in self.on_commit:
+            cb(ts)
+
+    async def _tick(self) -> None:
+        ts = self.oracle.write_ts()
+        self._advance_all(ts)
+        self._ticks += 1
+        if self._ticks % self.persist_every_ticks == 0:
+            await self._persist_frontiers()
+        if self._ticks % self.compact_every_ticks == 0:
+            await self._compact_some()
+
+    async def _persist_frontiers(self) -> None:
+        """Make the uppers and sinces advanced in memory durable (a data-less append)."""
+        for c in list(self.collections.values()):
+            if c.upper > c.durable_upper:
+                fr = await self._run(c.shard.compare_and_append, None, c.durable_upper, c.upper, self.epoch)
+                c.durable_upper = fr.upper
+            if c.since > c.durable_since:
+                await self._run(c.shard.downgrade_since, c.since)
+                c.durable_since = c.since
+
+    async def _compact_some(self) -> None:
+        for c in list(self.collections.values()):
+            if c.dirty_since_compaction and c.durable_since > 0:
+                c.dirty_since_compaction = False
+                try:
+                    await self._run(c.shard.compact)
+                except Exception:  # noqa: BLE001 - compaction may give up and retry later
+                    log.warning("compaction of %s failed; will retry", c.shard.shard_id, exc_info=True)
