@@ -1,0 +1,80 @@
+"""Racing writers on one shard: compare-and-append lets exactly one win each interval."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+
+from weir import types as T
+from weir.storage import ShardStore, UpperMismatch
+
+COLS = [("writer", T.TEXT, False), ("interval", T.INT8, False), ("n", T.INT8, False)]
+TARGET = 80
+
+
+def _updates(writer: str, lower: int) -> pa.Table:
+    """Each writer proposes different rows (and a retraction) for the interval [lower, lower+2)."""
+    return pa.table({
+        "writer": [writer, writer, writer],
+        "interval": pa.array([lower, lower, lower], pa.int64()),
+        "n": pa.array([1, 2, 1], pa.int64()),
+        "mz_timestamp": pa.array([lower, lower + 1, lower + 1], pa.int64()),
+        "mz_diff": pa.array([1, 1, -1], pa.int64()),
+    })
+
+
+def _writer(shard, name: str, wins: list, losses: list, errors: list, barrier: threading.Barrier) -> None:
+    try:
+        barrier.wait()
+        upper = shard.frontiers().upper
+        while upper < TARGET:
+            try:
+                shard.compare_and_append(_updates(name, upper), upper, upper + 2, 0)
+                wins.append((name, upper))
+                upper += 2
+            except UpperMismatch as e:
+                losses.append((name, upper))
+                assert e.current > upper
+                upper = e.current
+    except BaseException as e:  # surfaced by the main thread
+        errors.append(e)
+
+
+def test_racing_writers_threads_and_processes(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path}/catalog.db"
+    store_a = ShardStore(uri, str(tmp_path / "wh"))
+    store_b = ShardStore(uri, str(tmp_path / "wh"))  # like a second process
+    store_a.create_shard("s1", COLS)
+    handles = [("a1", store_a.open_shard("s1")), ("a2", store_a.open_shard("s1")),
+               ("b1", store_b.open_shard("s1")), ("b2", store_b.open_shard("s1"))]
+    wins: list = []
+    losses: list = []
+    errors: list = []
+    barrier = threading.Barrier(len(handles))
+    threads = [threading.Thread(target=_writer, args=(h, n, wins, losses, errors, barrier)) for n, h in handles]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    intervals = sorted(lower for _, lower in wins)
+    assert intervals == list(range(0, TARGET + 1, 2))[: len(intervals)]
+    assert intervals[-1] + 2 >= TARGET and len(set(intervals)) == len(intervals)
+    assert losses, "the writers never raced"
+    assert len({n for n, _ in wins}) > 1, wins
+
+    shard = store_b.open_shard("s1")
+    assert shard.frontiers().upper == intervals[-1] + 2
+    got = shard.read_updates(0, 1000)
+    expected = pa.concat_tables([_updates(n, lower) for n, lower in sorted(wins, key=lambda w: w[1])])
+    key = ("writer", "interval", "n", "mz_timestamp", "mz_diff")
+
+    def bag(t: pa.Table) -> Counter:
+        return Counter(tuple(r[k] for k in key) for r in t.to_pylist())
+
+    assert bag(got) == bag(expected)
+    snap = shard.snapshot(shard.frontiers().upper - 1).to_pylist()
+    assert Counter((r["writer"], r["interval"]) for r in snap) == Counter(wins)
