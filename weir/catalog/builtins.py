@@ -1,0 +1,291 @@
+"""The one place that defines weir's builtin relations (and, re-exported from
+vars.py, its configuration parameters).
+
+Each `BuiltinTable` has a stable id ('s<n>') and oid, Materialize's documented
+columns, and `rows(catalog)`: its full contents computed from one catalog
+snapshot. The coordinator stores each as a real collection and, after every
+DDL, appends the difference between the old and new `rows()`, so rows() is
+deterministic (snapshot order is by id) and cheap (one cached snapshot).
+Privileges are text[] of 'grantee=letters/grantor' (PUBLIC is an empty grantee),
+standing in for Materialize's mz_aclitem[].
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from weir.catalog.model import (
+    INDEX,
+    MATERIALIZED_VIEW,
+    MZ_CATALOG,
+    MZ_INTERNAL,
+    PUBLIC_ROLE_ID,
+    SINK,
+    SOURCE,
+    TABLE,
+    VIEW,
+    ColumnDef,
+    Item,
+    Snapshot,
+)
+from weir.catalog.vars import VARS, VarDef, duration_ms, lookup_var, normalize_var
+from weir.types import BOOL, BY_NAME, INT4, INT8, INTERVAL, TEXT, TEXT_ARRAY, PgType
+
+if TYPE_CHECKING:
+    from weir.catalog.store import Catalog
+
+__all__ = [
+    "BUILTINS", "BuiltinTable", "VARS", "VarDef", "builtin_rows", "by_name", "lookup_var",
+    "normalize_var", "acl",
+]
+
+OID = BY_NAME["oid"]
+Row = tuple[Any, ...]
+
+# Default privileges an owner holds on what it owns, by object type.
+OWNER_PRIVILEGES = {
+    "database": "UC", "schema": "UC", "cluster": "UC", TABLE: "arwd", VIEW: "r",
+    MATERIALIZED_VIEW: "r", SOURCE: "r",
+}
+
+
+@dataclass(frozen=True)
+class BuiltinTable:
+    """A builtin relation: where it lives, its shape, and how to compute it."""
+
+    schema: str
+    name: str
+    id: str
+    oid: int
+    columns: tuple[tuple[str, PgType], ...]
+    compute: Callable[[Snapshot], list[Row]]
+    nullable: frozenset[str] = frozenset()
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+    def column_defs(self) -> list[ColumnDef]:
+        return [ColumnDef(n, ty, n in self.nullable) for n, ty in self.columns]
+
+    def rows(self, catalog: Catalog | Snapshot) -> list[Row]:
+        """Current contents, from a Catalog (its cached snapshot) or a Snapshot."""
+        snap = catalog if isinstance(catalog, Snapshot) else catalog.snapshot()
+        return self.compute(snap)
+
+
+def acl(snap: Snapshot, object_type: str, object_id: str, owner_id: str) -> list[str]:
+    """The privileges array: the owner's defaults, then explicit grants."""
+    out = []
+    own = OWNER_PRIVILEGES.get(object_type)
+    if own:
+        out.append(f"{owner_id}={own}/{owner_id}")
+    kind = "item" if object_type not in ("database", "schema", "cluster") else object_type
+    for p in snap.privileges:
+        if p.object_type == kind and p.object_id == object_id:
+            grantee = "" if p.grantee_id == PUBLIC_ROLE_ID else p.grantee_id
+            out.append(f"{grantee}={p.privileges}/{p.grantor_id}")
+    return out
+
+
+_LITERAL = re.compile(r"'(?:[^']|'')*'")
+
+
+def redact(sql: str) -> str:
+    """create_sql with string literals replaced, like Materialize's redacted_create_sql."""
+    return _LITERAL.sub("'<REDACTED>'", sql)
+
+
+def _items(snap: Snapshot, kind: str, user_only: bool = True) -> list[Item]:
+    return [i for i in snap.items if i.kind == kind and not (user_only and i.builtin)]
+
+
+def _interval(text: str | None) -> timedelta | None:
+    if text is None:
+        return None
+    try:
+        return timedelta(milliseconds=duration_ms(str(text)))
+    except ValueError:
+        return None
+
+
+def _databases(s: Snapshot) -> list[Row]:
+    return [(d.id, d.oid, d.name, d.owner_id, acl(s, "database", d.id, d.owner_id))
+            for d in s.databases]
+
+
+def _schemas(s: Snapshot) -> list[Row]:
+    return [(x.id, x.oid, x.database_id, x.name, x.owner_id,
+             acl(s, "schema", x.id, x.owner_id)) for x in s.schemas]
+
+
+def _tables(s: Snapshot) -> list[Row]:
+    return [(i.id, i.oid, i.schema_id, i.name, i.owner_id, acl(s, i.kind, i.id, i.owner_id),
+             i.create_sql, redact(i.create_sql), i.definition.get("source_id"))
+            for i in _items(s, TABLE)]
+
+
+def _views(s: Snapshot) -> list[Row]:
+    return [(i.id, i.oid, i.schema_id, i.name, i.definition.get("query", ""), i.owner_id,
+             acl(s, i.kind, i.id, i.owner_id), i.create_sql, redact(i.create_sql))
+            for i in _items(s, VIEW)]
+
+
+def _materialized_views(s: Snapshot) -> list[Row]:
+    return [(i.id, i.oid, i.schema_id, i.name, i.cluster_id, i.definition.get("query", ""),
+             i.owner_id, acl(s, i.kind, i.id, i.owner_id), i.create_sql, redact(i.create_sql))
+            for i in _items(s, MATERIALIZED_VIEW)]
+
+
+def _sources(s: Snapshot) -> list[Row]:
+    return [(i.id, i.oid, i.schema_id, i.name, i.definition.get("type", "load-generator"),
+             None, None, i.definition.get("envelope_type"), None, None, i.cluster_id,
+             i.owner_id, acl(s, i.kind, i.id, i.owner_id), i.create_sql, redact(i.create_sql))
+            for i in _items(s, SOURCE)]
+
+
+def _sinks(s: Snapshot) -> list[Row]:
+    return [(i.id, i.oid, i.schema_id, i.name, i.definition.get("type", ""), None, None,
+             i.definition.get("envelope_type"), i.definition.get("format"), None, None,
+             i.cluster_id, i.owner_id, i.create_sql, redact(i.create_sql))
+            for i in _items(s, SINK)]
+
+
+def _indexes(s: Snapshot) -> list[Row]:
+    return [(i.id, i.oid, i.name,
+             i.definition.get("on_id") or (i.dependencies[0] if i.dependencies else ""),
+             i.cluster_id, i.owner_id, i.create_sql, redact(i.create_sql))
+            for i in _items(s, INDEX)]
+
+
+def _columns(s: Snapshot) -> list[Row]:
+    return [(i.id, c.name, pos, c.nullable, c.type.name, c.default, c.type.oid, c.type.typmod)
+            for i in s.items for pos, c in enumerate(i.columns, start=1)]
+
+
+def _clusters(s: Snapshot) -> list[Row]:
+    out = []
+    for c in s.clusters:
+        o = c.options
+        zones = o.get("availability_zones")
+        out.append((c.id, c.name, c.owner_id, acl(s, "cluster", c.id, c.owner_id), c.managed,
+                    c.size, c.replication_factor, bool(o.get("disk", False)),
+                    list(zones) if zones is not None else None,
+                    bool(o.get("introspection_debugging", False)),
+                    _interval(o.get("introspection_interval", "1s"))))
+    return out
+
+
+def _replicas(s: Snapshot) -> list[Row]:
+    return [(r.id, r.name, r.cluster_id, r.size, r.options.get("availability_zone"),
+             r.owner_id, bool(r.options.get("disk", False))) for r in s.replicas]
+
+
+def _roles(s: Snapshot) -> list[Row]:
+    return [(r.id, r.oid, r.name, r.inherit, r.login, r.superuser) for r in s.roles]
+
+
+def _role_members(s: Snapshot) -> list[Row]:
+    return [(m.role_id, m.member_id, m.grantor_id) for m in s.role_members]
+
+
+def _item_acl(s: Snapshot, i: Item) -> list[str]:
+    """Builtins are readable by everyone (PUBLIC SELECT), like Materialize's."""
+    if i.builtin:
+        return [f"{i.owner_id}=r/{i.owner_id}", f"=r/{i.owner_id}"]
+    return acl(s, i.kind, i.id, i.owner_id)
+
+
+def _objects(s: Snapshot) -> list[Row]:
+    return [(i.id, i.oid, i.schema_id, i.name, i.kind, i.owner_id, i.cluster_id,
+             _item_acl(s, i)) for i in s.items]
+
+
+def _object_dependencies(s: Snapshot) -> list[Row]:
+    return [(i.id, d) for i in s.items for d in i.dependencies]
+
+
+def _t(*cols: tuple[str, PgType]) -> tuple[tuple[str, PgType], ...]:
+    return cols
+
+
+_CREATE_SQL = (("create_sql", TEXT), ("redacted_create_sql", TEXT))
+
+BUILTINS: tuple[BuiltinTable, ...] = (
+    BuiltinTable(MZ_CATALOG, "mz_databases", "s100", 16400, _t(
+        ("id", TEXT), ("oid", OID), ("name", TEXT), ("owner_id", TEXT),
+        ("privileges", TEXT_ARRAY)), _databases),
+    BuiltinTable(MZ_CATALOG, "mz_schemas", "s101", 16401, _t(
+        ("id", TEXT), ("oid", OID), ("database_id", TEXT), ("name", TEXT), ("owner_id", TEXT),
+        ("privileges", TEXT_ARRAY)), _schemas, frozenset({"database_id"})),
+    BuiltinTable(MZ_CATALOG, "mz_tables", "s102", 16402, _t(
+        ("id", TEXT), ("oid", OID), ("schema_id", TEXT), ("name", TEXT), ("owner_id", TEXT),
+        ("privileges", TEXT_ARRAY), *_CREATE_SQL, ("source_id", TEXT)), _tables,
+        frozenset({"create_sql", "redacted_create_sql", "source_id"})),
+    BuiltinTable(MZ_CATALOG, "mz_views", "s103", 16403, _t(
+        ("id", TEXT), ("oid", OID), ("schema_id", TEXT), ("name", TEXT), ("definition", TEXT),
+        ("owner_id", TEXT), ("privileges", TEXT_ARRAY), *_CREATE_SQL), _views),
+    BuiltinTable(MZ_CATALOG, "mz_materialized_views", "s104", 16404, _t(
+        ("id", TEXT), ("oid", OID), ("schema_id", TEXT), ("name", TEXT), ("cluster_id", TEXT),
+        ("definition", TEXT), ("owner_id", TEXT), ("privileges", TEXT_ARRAY), *_CREATE_SQL),
+        _materialized_views),
+    BuiltinTable(MZ_CATALOG, "mz_sources", "s105", 16405, _t(
+        ("id", TEXT), ("oid", OID), ("schema_id", TEXT), ("name", TEXT), ("type", TEXT),
+        ("connection_id", TEXT), ("size", TEXT), ("envelope_type", TEXT), ("key_format", TEXT),
+        ("value_format", TEXT), ("cluster_id", TEXT), ("owner_id", TEXT),
+        ("privileges", TEXT_ARRAY), *_CREATE_SQL), _sources,
+        frozenset({"connection_id", "size", "envelope_type", "key_format", "value_format",
+                   "cluster_id", "create_sql", "redacted_create_sql"})),
+    BuiltinTable(MZ_CATALOG, "mz_sinks", "s106", 16406, _t(
+        ("id", TEXT), ("oid", OID), ("schema_id", TEXT), ("name", TEXT), ("type", TEXT),
+        ("connection_id", TEXT), ("size", TEXT), ("envelope_type", TEXT), ("format", TEXT),
+        ("key_format", TEXT), ("value_format", TEXT), ("cluster_id", TEXT),
+        ("owner_id", TEXT), *_CREATE_SQL), _sinks,
+        frozenset({"connection_id", "size", "envelope_type", "format", "key_format",
+                   "value_format"})),
+    BuiltinTable(MZ_CATALOG, "mz_indexes", "s107", 16407, _t(
+        ("id", TEXT), ("oid", OID), ("name", TEXT), ("on_id", TEXT), ("cluster_id", TEXT),
+        ("owner_id", TEXT), *_CREATE_SQL), _indexes),
+    BuiltinTable(MZ_CATALOG, "mz_columns", "s108", 16408, _t(
+        ("id", TEXT), ("name", TEXT), ("position", INT8), ("nullable", BOOL), ("type", TEXT),
+        ("default", TEXT), ("type_oid", OID), ("type_mod", INT4)), _columns,
+        frozenset({"default"})),
+    BuiltinTable(MZ_CATALOG, "mz_clusters", "s109", 16409, _t(
+        ("id", TEXT), ("name", TEXT), ("owner_id", TEXT), ("privileges", TEXT_ARRAY),
+        ("managed", BOOL), ("size", TEXT), ("replication_factor", INT4), ("disk", BOOL),
+        ("availability_zones", TEXT_ARRAY), ("introspection_debugging", BOOL),
+        ("introspection_interval", INTERVAL)), _clusters,
+        frozenset({"size", "replication_factor", "disk", "availability_zones",
+                   "introspection_debugging", "introspection_interval"})),
+    BuiltinTable(MZ_CATALOG, "mz_cluster_replicas", "s110", 16410, _t(
+        ("id", TEXT), ("name", TEXT), ("cluster_id", TEXT), ("size", TEXT),
+        ("availability_zone", TEXT), ("owner_id", TEXT), ("disk", BOOL)), _replicas,
+        frozenset({"size", "availability_zone", "disk"})),
+    BuiltinTable(MZ_CATALOG, "mz_roles", "s111", 16411, _t(
+        ("id", TEXT), ("oid", OID), ("name", TEXT), ("inherit", BOOL), ("rolcanlogin", BOOL),
+        ("rolsuper", BOOL)), _roles, frozenset({"rolcanlogin", "rolsuper"})),
+    BuiltinTable(MZ_CATALOG, "mz_role_members", "s112", 16412, _t(
+        ("role_id", TEXT), ("member", TEXT), ("grantor", TEXT)), _role_members),
+    BuiltinTable(MZ_CATALOG, "mz_objects", "s113", 16413, _t(
+        ("id", TEXT), ("oid", OID), ("schema_id", TEXT), ("name", TEXT), ("type", TEXT),
+        ("owner_id", TEXT), ("cluster_id", TEXT), ("privileges", TEXT_ARRAY)), _objects,
+        frozenset({"cluster_id"})),
+    BuiltinTable(MZ_INTERNAL, "mz_object_dependencies", "s200", 16500, _t(
+        ("object_id", TEXT), ("referenced_object_id", TEXT)), _object_dependencies),
+)
+
+_BY_NAME = {(b.schema, b.name): b for b in BUILTINS}
+
+
+def by_name(schema: str, name: str) -> BuiltinTable | None:
+    return _BY_NAME.get((schema, name))
+
+
+def builtin_rows(catalog: Catalog | Snapshot) -> dict[str, list[Row]]:
+    """Every builtin's rows keyed by builtin id, all from one snapshot."""
+    snap = catalog if isinstance(catalog, Snapshot) else catalog.snapshot()
+    return {b.id: b.compute(snap) for b in BUILTINS}

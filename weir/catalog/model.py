@@ -1,0 +1,215 @@
+"""Plain, immutable records the catalog hands out.
+
+Callers never see SQLAlchemy rows: every getter returns one of these frozen
+dataclasses, so a value read from the catalog cannot be mutated behind its
+back and is safe to share between the event loop and executor threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from weir.types import PgType, parse_type
+
+# Item kinds the first layers use; the catalog accepts any kind string so later
+# issues can add kinds without touching the store.
+TABLE = "table"
+VIEW = "view"
+SOURCE = "source"
+MATERIALIZED_VIEW = "materialized-view"
+INDEX = "index"
+SINK = "sink"
+HOLD = "hold"
+
+# System schemas: ambient (no database), resolvable from any database.
+MZ_CATALOG = "mz_catalog"
+MZ_INTERNAL = "mz_internal"
+PG_CATALOG = "pg_catalog"
+INFORMATION_SCHEMA = "information_schema"
+SYSTEM_SCHEMAS = (MZ_CATALOG, MZ_INTERNAL, PG_CATALOG, INFORMATION_SCHEMA)
+
+# Well-known ids created by bootstrap.
+MZ_SYSTEM_ROLE_ID = "s1"
+MZ_SUPPORT_ROLE_ID = "s2"
+MZ_MONITOR_ROLE_ID = "s3"
+MZ_MONITOR_REDACTED_ROLE_ID = "s4"
+MATERIALIZE_ROLE_ID = "u1"
+PUBLIC_ROLE_ID = "p"  # the PUBLIC pseudo-role, only used in ACLs
+
+
+def kind_label(kind: str) -> str:
+    """How a kind is named in messages: 'materialized-view' -> 'materialized view'."""
+    return kind.replace("-", " ")
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    """One column of a relation. `default` is SQL expression text or None."""
+
+    name: str
+    type: PgType
+    nullable: bool = True
+    default: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type.sql(),
+            "nullable": self.nullable,
+            "default": self.default,
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> ColumnDef:
+        return ColumnDef(d["name"], parse_type(d["type"]), bool(d.get("nullable", True)),
+                         d.get("default"))
+
+
+@dataclass(frozen=True)
+class Database:
+    id: str
+    oid: int
+    name: str
+    owner_id: str
+
+
+@dataclass(frozen=True)
+class Schema:
+    id: str
+    oid: int
+    database_id: str | None  # None for ambient system schemas
+    name: str
+    owner_id: str
+    database_name: str | None = None
+
+    @property
+    def is_system(self) -> bool:
+        return self.database_id is None
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.database_name}.{self.name}" if self.database_name else self.name
+
+
+@dataclass(frozen=True)
+class Role:
+    id: str
+    oid: int
+    name: str
+    superuser: bool
+    login: bool
+    inherit: bool
+    password: str | None = field(default=None, repr=False)  # RFC 5803 SCRAM verifier
+
+    @property
+    def is_system(self) -> bool:
+        return not self.id.startswith("u")
+
+
+@dataclass(frozen=True)
+class RoleMembership:
+    role_id: str
+    member_id: str
+    grantor_id: str
+
+
+@dataclass(frozen=True)
+class Cluster:
+    id: str
+    name: str
+    owner_id: str
+    managed: bool
+    size: str | None
+    replication_factor: int | None
+    options: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Replica:
+    id: str
+    cluster_id: str
+    name: str
+    size: str
+    incarnation: int
+    owner_id: str
+    options: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
+class Item:
+    """A catalog object that lives in a schema (table, view, source, index, hold ...).
+
+    `definition` is free-form per kind (views: {"query": ...}; indexes:
+    {"on_id": ..., "keys": [...]}); `dependencies` are the item ids it reads.
+    """
+
+    id: str
+    oid: int
+    schema_id: str
+    name: str
+    kind: str
+    owner_id: str
+    cluster_id: str | None
+    columns: tuple[ColumnDef, ...]
+    create_sql: str
+    definition: dict[str, Any] = field(compare=False, hash=False)
+    created_at: datetime
+    dependencies: tuple[str, ...]
+    database_name: str | None = None
+    schema_name: str = ""
+
+    @property
+    def builtin(self) -> bool:
+        """Defined by weir itself (builtins.py), not by a user."""
+        return self.id.startswith("s")
+
+    @property
+    def full_name(self) -> str:
+        parts = [p for p in (self.database_name, self.schema_name, self.name) if p]
+        return ".".join(parts)
+
+
+@dataclass(frozen=True)
+class Privilege:
+    """An explicit grant on an object; `privileges` uses ACL letters (e.g. 'arwd')."""
+
+    object_type: str
+    object_id: str
+    grantee_id: str
+    grantor_id: str
+    privileges: str
+
+
+@dataclass(frozen=True)
+class DropResult:
+    """What a drop removed, dependents first, so callers can tear down in order."""
+
+    items: tuple[Item, ...] = ()
+    replicas: tuple[Replica, ...] = ()
+    schemas: tuple[Schema, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClusterChange:
+    """Replicas an ALTER CLUSTER created and dropped (the orchestrator acts on them)."""
+
+    cluster: Cluster
+    created: tuple[Replica, ...] = ()
+    dropped: tuple[Replica, ...] = ()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The whole catalog at one point, for computing builtin relations."""
+
+    generation: int
+    databases: tuple[Database, ...]
+    schemas: tuple[Schema, ...]
+    roles: tuple[Role, ...]
+    role_members: tuple[RoleMembership, ...]
+    clusters: tuple[Cluster, ...]
+    replicas: tuple[Replica, ...]
+    items: tuple[Item, ...]
+    privileges: tuple[Privilege, ...]

@@ -1,0 +1,350 @@
+"""The one registry of session and system configuration parameters.
+
+Each `VarDef` says what a parameter is, how its text is validated and
+normalised, and who may change it (SET for a session, ALTER SYSTEM for the
+server-wide default). The adapter's session state, SHOW, SET/RESET, ALTER
+SYSTEM and ParameterStatus all read from here; re-exported by builtins.py.
+Values travel as canonical text; `VarDef.parse` gives the Python value.
+"""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from weir.errors import SqlState, WeirError
+
+# PostgreSQL's cant_change_runtime_param; SqlState may not list it yet.
+CANT_CHANGE_RUNTIME_PARAM = getattr(SqlState, "CANT_CHANGE_RUNTIME_PARAM", "55P02")
+
+_TRUE = {"on", "true", "yes", "1", "t", "y"}
+_FALSE = {"off", "false", "no", "0", "f", "n"}
+_INT_MAX = 2**31 - 1
+
+
+def _invalid(name: str, value: str, extra: str = "") -> WeirError:
+    msg = f'invalid value for parameter "{name}": "{value}"'
+    return WeirError(SqlState.INVALID_PARAMETER_VALUE, msg + (f" ({extra})" if extra else ""),
+                     hint=extra[:1].upper() + extra[1:] + "." if extra else None)
+
+
+_DURATION_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([a-z]*)\s*$")
+_DURATION_UNITS = {
+    "": 1, "us": 0.001, "ms": 1, "s": 1000, "sec": 1000, "second": 1000, "seconds": 1000,
+    "min": 60_000, "minute": 60_000, "minutes": 60_000, "h": 3_600_000, "hour": 3_600_000,
+    "hours": 3_600_000, "d": 86_400_000, "day": 86_400_000, "days": 86_400_000,
+}
+_BYTES_RE = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40}
+_OFFSET_RE = re.compile(r"^[+-]\d{1,2}(:\d{2})?$")
+
+
+def duration_ms(text: str) -> int:
+    """'10s', '100ms', '2 min', '0', a bare integer is milliseconds (as in PostgreSQL)."""
+    m = _DURATION_RE.match(text.lower())
+    if not m or m.group(2) not in _DURATION_UNITS:
+        raise ValueError(text)
+    return round(float(m.group(1)) * _DURATION_UNITS[m.group(2)])
+
+
+def format_duration(ms: int) -> str:
+    """PostgreSQL's SHOW form: 0, 150ms, 10s, 2min, 1h, 1d."""
+    if ms == 0:
+        return "0"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def byte_size(text: str) -> int:
+    """'1GB', '512 MB', '1024' (bytes); units are powers of 1024 like PostgreSQL's."""
+    m = _BYTES_RE.match(text)
+    if not m or m.group(2).lower() not in _BYTE_UNITS:
+        raise ValueError(text)
+    return int(m.group(1)) * _BYTE_UNITS[m.group(2).lower()]
+
+
+def format_bytes(n: int) -> str:
+    for unit, size in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if n and n % size == 0:
+            return f"{n // size}{unit}"
+    return f"{n}B"
+
+
+@dataclass(frozen=True)
+class VarDef:
+    """A configuration parameter.
+
+    kind: 'text' | 'bool' | 'int' | 'float' | 'duration' | 'bytes' | 'enum' | 'list'
+    | 'timezone' | 'datestyle' | 'encoding'. `session`: settable by SET;
+    `system`: settable by ALTER SYSTEM (both False = read-only). `report`: sent
+    to clients as ParameterStatus, like PostgreSQL's GUC_REPORT parameters.
+    """
+
+    name: str
+    kind: str
+    default: str
+    description: str
+    session: bool = True
+    system: bool = True
+    report: bool = False
+    choices: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()  # accepted spelling -> canonical choice
+    min: float | None = None
+    max: float | None = None
+
+    @property
+    def read_only(self) -> bool:
+        return not (self.session or self.system)
+
+    def normalize(self, value: str) -> str:
+        """Validate `value` and return its canonical text, or raise 22023."""
+        fn = _NORMALIZERS[self.kind]
+        return fn(self, value)
+
+    def parse(self, value: str | None = None) -> Any:
+        """The Python value of canonical text (default if None): bool, int (ms for
+        durations, bytes for sizes), float, list[str] (list), str otherwise."""
+        text = self.default if value is None else value
+        if self.kind == "bool":
+            return text == "on"
+        if self.kind == "int":
+            return int(text)
+        if self.kind == "float":
+            return float(text)
+        if self.kind == "duration":
+            return duration_ms(text)
+        if self.kind == "bytes":
+            return byte_size(text)
+        if self.kind == "list":
+            return [p for p in (s.strip() for s in text.split(",")) if p]
+        return text
+
+    def check_settable(self, scope: str = "session") -> None:
+        """Raise 55P02 if SET (scope 'session') or ALTER SYSTEM ('system') may not change it."""
+        ok = self.session if scope == "session" else self.system
+        if not ok:
+            raise WeirError(CANT_CHANGE_RUNTIME_PARAM,
+                            f'parameter "{self.name}" cannot be changed')
+
+    def range_text(self) -> str:
+        if self.kind == "duration":
+            lo, hi = format_duration(int(self.min or 0)), format_duration(int(self.max or _INT_MAX))
+            return f"{lo} .. {hi}"
+        return f"{_num(self.min)} .. {_num(self.max)}"
+
+
+def _num(x: float | None) -> str:
+    return str(int(x)) if x is not None and float(x).is_integer() else str(x)
+
+
+def _n_text(v: VarDef, value: str) -> str:
+    return value
+
+
+def _n_bool(v: VarDef, value: str) -> str:
+    low = value.strip().lower()
+    if low in _TRUE:
+        out = "on"
+    elif low in _FALSE:
+        out = "off"
+    else:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                        f'parameter "{v.name}" requires a Boolean value')
+    if v.choices and out not in v.choices:
+        raise _invalid(v.name, value, "available values: " + ", ".join(v.choices))
+    return out
+
+
+def _n_number(v: VarDef, value: str) -> str:
+    try:
+        num: float = int(value.strip()) if v.kind == "int" else float(value.strip())
+    except ValueError:
+        typ = "integer" if v.kind == "int" else "numeric"
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                        f'invalid value for parameter "{v.name}": "{value}"',
+                        hint=f"Requires an {typ} value." if typ == "integer"
+                        else f"Requires a {typ} value.") from None
+    if (v.min is not None and num < v.min) or (v.max is not None and num > v.max):
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                        f'{value.strip()} is outside the valid range for parameter '
+                        f'"{v.name}" ({v.range_text()})')
+    return str(num)
+
+
+def _n_duration(v: VarDef, value: str) -> str:
+    try:
+        ms = duration_ms(value)
+    except ValueError:
+        raise _invalid(v.name, value, "valid units are us, ms, s, min, h, d") from None
+    lo, hi = v.min if v.min is not None else 0, v.max if v.max is not None else _INT_MAX
+    if not lo <= ms <= hi:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                        f'{value.strip()} is outside the valid range for parameter '
+                        f'"{v.name}" ({v.range_text()})')
+    return format_duration(ms)
+
+
+def _n_bytes(v: VarDef, value: str) -> str:
+    try:
+        n = byte_size(value)
+    except ValueError:
+        raise _invalid(v.name, value, "valid units are B, kB, MB, GB, TB") from None
+    if (v.min is not None and n < v.min) or (v.max is not None and n > v.max):
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                        f'{value.strip()} is outside the valid range for parameter '
+                        f'"{v.name}" ({format_bytes(int(v.min or 0))} .. '
+                        f'{format_bytes(int(v.max or 0))})')
+    return format_bytes(n)
+
+
+def _n_enum(v: VarDef, value: str) -> str:
+    low = " ".join(value.strip().lower().split())
+    aliases = dict(v.aliases)
+    if low in aliases:
+        return aliases[low]
+    for c in v.choices:
+        if c.lower() == low:
+            return c
+    raise _invalid(v.name, value, "available values: " + ", ".join(v.choices))
+
+
+def _n_list(v: VarDef, value: str) -> str:
+    parts = [p.strip() for p in value.split(",")]
+    out = []
+    for p in parts:
+        if len(p) >= 2 and p[0] == p[-1] == '"':
+            p = p[1:-1].replace('""', '"')
+        if not p:
+            raise _invalid(v.name, value, "empty element in list")
+        out.append(p)
+    return ", ".join(out)
+
+
+def _n_timezone(v: VarDef, value: str) -> str:
+    s = value.strip()
+    if s.lower() in ("utc", "etc/utc", "gmt", "z", "zulu", "+00:00", "+00", "0"):
+        return "UTC"
+    if _OFFSET_RE.match(s):
+        return s
+    try:
+        zoneinfo.ZoneInfo(s)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        raise _invalid(v.name, value, "expected UTC, an IANA time zone name or an offset "
+                       "like +05:30") from None
+    return s
+
+
+def _n_datestyle(v: VarDef, value: str) -> str:
+    parts = {p.strip().upper() for p in value.split(",") if p.strip()}
+    if not parts or not parts <= {"ISO", "MDY"}:
+        raise _invalid(v.name, value, "available values: ISO, MDY")
+    return "ISO, MDY"
+
+
+def _n_encoding(v: VarDef, value: str) -> str:
+    if value.strip().upper().replace("-", "").replace("_", "") in ("UTF8", "UNICODE"):
+        return "UTF8"
+    raise _invalid(v.name, value, "available values: UTF8")
+
+
+_NORMALIZERS: dict[str, Callable[[VarDef, str], str]] = {
+    "text": _n_text, "bool": _n_bool, "int": _n_number, "float": _n_number,
+    "duration": _n_duration, "bytes": _n_bytes, "enum": _n_enum, "list": _n_list,
+    "timezone": _n_timezone, "datestyle": _n_datestyle, "encoding": _n_encoding,
+}
+
+_ISOLATION_ALIASES = (
+    ("read uncommitted", "serializable"), ("read committed", "serializable"),
+    ("repeatable read", "serializable"),
+)
+_SEVERITIES = ("debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice",
+               "warning", "error")
+
+VARS: tuple[VarDef, ...] = (
+    VarDef("application_name", "text", "", "The application name reported in statistics "
+           "and logs (set by clients such as psql).", report=True),
+    VarDef("client_encoding", "encoding", "UTF8", "The client's character set encoding; "
+           "only UTF8 is supported.", report=True),
+    VarDef("client_min_messages", "enum", "notice", "The lowest severity of messages sent "
+           "to the client.", choices=_SEVERITIES),
+    VarDef("cluster", "text", "quickstart", "The current cluster."),
+    VarDef("cluster_replica", "text", "", "The cluster replica SELECT queries target "
+           "(empty: any replica)."),
+    VarDef("database", "text", "materialize", "The current database."),
+    VarDef("DateStyle", "datestyle", "ISO, MDY", "The display format for date and time "
+           "values; only ISO, MDY is supported.", report=True),
+    VarDef("extra_float_digits", "int", "1", "Extra digits displayed for floating-point "
+           "values.", min=-15, max=3),
+    VarDef("idle_in_transaction_session_timeout", "duration", "2min", "Terminates any "
+           "session idle within an open transaction for longer than this (0 disables).",
+           min=0, max=_INT_MAX),
+    VarDef("integer_datetimes", "bool", "on", "Whether datetimes are integer based "
+           "(always on).", session=False, system=False, report=True),
+    VarDef("IntervalStyle", "enum", "postgres", "The display format for interval values.",
+           choices=("postgres",), report=True),
+    VarDef("is_superuser", "bool", "off", "Whether the current role is a superuser.",
+           session=False, system=False, report=True),
+    VarDef("max_query_result_size", "bytes", "1GB", "The maximum size in bytes of a single "
+           "query's result.", min=1, max=1 << 40),
+    VarDef("real_time_recency", "bool", "off", "Whether queries wait for the freshest data "
+           "of their sources."),
+    VarDef("search_path", "list", "public", "The schema search order for names that are "
+           "not schema-qualified."),
+    VarDef("server_encoding", "encoding", "UTF8", "The server's character set encoding.",
+           session=False, system=False, report=True),
+    VarDef("server_version", "text", "15.4", "The PostgreSQL version weir reports to "
+           "clients.", session=False, system=False, report=True),
+    VarDef("server_version_num", "int", "150004", "The PostgreSQL version as an integer.",
+           session=False, system=False),
+    VarDef("session_authorization", "text", "", "The role of the current session.",
+           session=False, system=False, report=True),
+    VarDef("standard_conforming_strings", "bool", "on", "Whether '...' strings treat "
+           "backslashes literally (only on is supported).", choices=("on",), report=True),
+    VarDef("statement_timeout", "duration", "0", "Aborts any statement that takes longer "
+           "than this (0 disables).", min=0, max=_INT_MAX),
+    VarDef("TimeZone", "timezone", "UTC", "The time zone for displaying and interpreting "
+           "time stamps.", report=True),
+    VarDef("transaction_isolation", "enum", "strict serializable", "The transaction "
+           "isolation level.", choices=("serializable", "strict serializable"),
+           aliases=_ISOLATION_ALIASES),
+    VarDef("emit_timestamp_notice", "bool", "off", "Whether to send a notice with the "
+           "timestamp chosen for each query."),
+    VarDef("max_connections", "int", "5000", "The maximum number of concurrent client "
+           "connections.", session=False, min=1, max=1_000_000),
+)
+
+_BY_NAME: dict[str, VarDef] = {v.name.lower(): v for v in VARS}
+_ALIAS_NAMES = {"time zone": "timezone", "transaction isolation level": "transaction_isolation"}
+
+
+def lookup_var(name: str) -> VarDef:
+    """The definition for `name` (case-insensitive), or 42704 if there is none."""
+    key = name.strip().lower()
+    key = _ALIAS_NAMES.get(key, key)
+    try:
+        return _BY_NAME[key]
+    except KeyError:
+        raise WeirError(SqlState.UNDEFINED_OBJECT,
+                        f'unrecognized configuration parameter "{name}"') from None
+
+
+def normalize_var(name: str, value: str, scope: str = "session") -> tuple[VarDef, str]:
+    """Check that `scope` ('session' for SET, 'system' for ALTER SYSTEM) may set
+    `name` to `value`; returns the definition and the canonical text."""
+    v = lookup_var(name)
+    v.check_settable(scope)
+    return v, v.normalize(value)
+
+
+def default_values() -> dict[str, str]:
+    return {v.name: v.default for v in VARS}
+
+
+def as_timedelta(ms: int) -> timedelta:
+    return timedelta(milliseconds=ms)
