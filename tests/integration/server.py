@@ -1,0 +1,91 @@
+"""Start and stop real `weir serve` processes for integration tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class WeirServer:
+    def __init__(self, data_dir: Path, *, extra_args: list[str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.sql_port = free_port()
+        self.http_port = free_port()
+        self.extra_args = extra_args or []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
+
+    @property
+    def dsn(self) -> str:
+        return f"host=127.0.0.1 port={self.sql_port} user=materialize dbname=materialize"
+
+    def start(self, *, wait_for_replica: bool = True, timeout: float = 180) -> WeirServer:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")
+        env = dict(os.environ)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "weir.cli", "serve", "--data-dir", str(self.data_dir),
+             "--sql-port", str(self.sql_port), "--http-port", str(self.http_port), *self.extra_args],
+            stdout=log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.time() + timeout
+        last: Exception | None = None
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"weir serve exited with {self.proc.returncode}; log:\n{self.log_tail()}")
+            try:
+                with psycopg.connect(self.dsn, autocommit=True, connect_timeout=2) as conn:
+                    if wait_for_replica:
+                        conn.execute("SELECT count(*) FROM mz_catalog.mz_databases").fetchall()
+                    return self
+            except Exception as e:  # noqa: BLE001 - retry until ready
+                last = e
+                time.sleep(0.5)
+        raise RuntimeError(f"weir serve not ready after {timeout}s: {last}; log:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int | None:
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._kill_replicas()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        self.stop(signal.SIGKILL)
+
+    def _kill_replicas(self) -> None:
+        """After kill -9 of the server its replica processes are orphans: end them."""
+        out = subprocess.run(["pgrep", "-f", f"weir.compute.replica.*{self.data_dir}"],
+                             capture_output=True, text=True)
+        for pid in out.stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+    def connect(self, **kw: object) -> psycopg.Connection:
+        return psycopg.connect(self.dsn, autocommit=True, **kw)  # type: ignore[arg-type]
