@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from weir.catalog.store import Catalog
 
 __all__ = [
-    "BUILTINS", "BuiltinTable", "VARS", "VarDef", "builtin_rows", "by_name", "lookup_var",
+    "BUILTINS", "BUILTIN_TABLES", "BuiltinTable", "VARS", "VarDef", "builtin_rows", "by_name", "lookup_var",
     "normalize_var", "acl",
 ]
 
@@ -277,6 +277,8 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_INTERNAL, "mz_object_dependencies", "s200", 16500, _t(
         ("object_id", TEXT), ("referenced_object_id", TEXT)), _object_dependencies),
 )
+
+BUILTIN_TABLES = BUILTINS  # the name the adapter uses
 
 _BY_NAME = {(b.schema, b.name): b for b in BUILTINS}
 

@@ -198,6 +198,14 @@ class Catalog(ClustersMixin):
             r = c.execute(select(t.kv.c.value).where(t.kv.c.key == key)).first()
         return r[0] if r else default
 
+    def bump_epoch(self) -> int:
+        """Durably increment and return the coordinator epoch (storage writers'
+        fencing token: a restarted coordinator always writes with a higher one)."""
+        with self._write(dirty=False):
+            epoch = int(self.get_metadata("epoch", "0") or "0") + 1
+            self.set_metadata("epoch", str(epoch))
+            return epoch
+
     def set_metadata(self, key: str, value: str) -> None:
         with self._write(dirty=False) as c:
             cond = t.kv.c.key == key
