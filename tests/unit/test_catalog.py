@@ -490,3 +490,30 @@ def test_items_roundtrip_and_alter(cat: Catalog) -> None:
     assert p.privileges == "ar"
     cat.revoke_privileges("item", t.id, "p", "ar")
     assert cat.list_privileges("item", t.id) == []
+
+
+def test_shares_its_database_with_pyiceberg(open_catalog: Opener, tmp_path) -> None:  # noqa: ANN001
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    cat = open_catalog()
+    ice = SqlCatalog("weir", uri=cat.url, warehouse=f"file://{tmp_path}")
+    ice.create_namespace("ns")
+    table(cat, "t")
+    cat.close()
+    again = open_catalog()
+    assert again.builtin_changes == [] and again.find_item(public(again), "t") is not None
+    assert ("ns",) in ice.list_namespaces()
+
+
+def test_two_catalogs_on_one_sqlite_file(tmp_path) -> None:  # noqa: ANN001
+    url = f"sqlite:///{tmp_path / 'catalog.db'}"
+    a, b = Catalog(url), Catalog(url)
+    try:
+        t = table(a, "t")
+        assert b.get_item(t.id) == t
+        assert table(b, "t2").id != t.id
+        b.oracle_set(50)
+        assert a.oracle_get() == 50
+    finally:
+        a.close()
+        b.close()

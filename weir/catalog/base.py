@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from sqlalchemy import Connection, Engine, create_engine, event, insert, select, update
 from sqlalchemy.engine import make_url
@@ -85,7 +85,7 @@ class CatalogBase:
     def close(self) -> None:
         self._engine.dispose()
 
-    def __enter__(self) -> CatalogBase:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -100,7 +100,7 @@ class CatalogBase:
         return self._current() is not None
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def transaction(self) -> Iterator[Self]:
         """`with catalog.transaction() as tx:` commits every change in the block at
         once, or none if it raises. Nests (as a savepoint). Yields the catalog.
         Do not await inside it: it holds the catalog's lock."""

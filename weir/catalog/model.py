@@ -123,7 +123,7 @@ class Cluster:
     managed: bool
     size: str | None
     replication_factor: int | None
-    options: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    options: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class Replica:
     size: str
     incarnation: int
     owner_id: str
-    options: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    options: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ class Item:
     cluster_id: str | None
     columns: tuple[ColumnDef, ...]
     create_sql: str
-    definition: dict[str, Any] = field(compare=False, hash=False)
+    definition: dict[str, Any] = field(hash=False)
     created_at: datetime
     dependencies: tuple[str, ...]
     database_name: str | None = None

@@ -13,7 +13,6 @@ import re
 import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from weir.errors import SqlState, WeirError
@@ -344,7 +343,3 @@ def normalize_var(name: str, value: str, scope: str = "session") -> tuple[VarDef
 
 def default_values() -> dict[str, str]:
     return {v.name: v.default for v in VARS}
-
-
-def as_timedelta(ms: int) -> timedelta:
-    return timedelta(milliseconds=ms)
