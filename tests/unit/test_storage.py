@@ -348,22 +348,31 @@ def test_compaction_consolidates_and_removes_files(store: ShardStore) -> None:
     ups = shard.read_updates(0, upper)
     assert min(ups["mz_timestamp"].to_pylist()) == since
     assert len(shard.data_files(since).files) == 1
+    # Appends drop superseded snapshots as they go, but not the one compaction replaced:
+    # readers may still hold its files until the grace period is over.
+    replaced = shard.table.metadata.snapshots[-1].parent_snapshot_id
+    for t in range(upper, upper + 5):
+        shard.compare_and_append(None if t % 2 else rows((5, "q", t, 1), (5, "q", t, -1)), t, t + 1, 0)
+    upper += 5
+    assert replaced in {s.snapshot_id for s in shard.table.metadata.snapshots}
+    assert len(shard.table.metadata.snapshots) <= 3
+    assert all(os.path.exists(f) for f in old_files)
 
     time.sleep(0.01)
     res2 = shard.compact(grace_seconds=0)  # grace over: old snapshots and files go
     assert not res2.committed  # nothing left to rewrite
-    assert res2.snapshots_expired >= 30 and res2.files_removed > 0
+    assert res2.snapshots_expired >= 1 and res2.files_removed > 0
     live = set(glob.glob(shard.table.location().removeprefix("file://") + "/data/*.parquet"))
     assert set(shard.data_files(upper - 1).files) == live  # every other data file is gone
     assert len(old_files - live) > 20 and not any(os.path.exists(f) for f in old_files - live)
     assert len(shard.table.metadata.snapshots) == 1
     for t in range(since, upper):
-        assert contents(shard, t) == expected[t], t
+        assert contents(shard, t) == expected[min(t, 29)], t
     # Appends continue after compaction and a further compaction keeps the contents.
     shard.compare_and_append(rows((7, "z", upper, 1)), upper, upper + 1, 0)
     shard.downgrade_since(upper)
     shard.compact(grace_seconds=0)
-    exp = expected[upper - 1] + Counter({(7, "z"): 1})
+    exp = expected[29] + Counter({(7, "z"): 1})
     assert contents(shard, upper) == exp
 
 

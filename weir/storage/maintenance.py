@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Literal
 from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 from pyiceberg.exceptions import CommitFailedException
 from pyiceberg.manifest import ManifestEntryStatus
 from pyiceberg.table import Table
-from pyiceberg.table.update import RemoveSnapshotsUpdate
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import Operation
+from pyiceberg.table.update import RemoveSnapshotsUpdate, ValidatableTableRequirement
+
+from weir.storage.txn import transaction
 
 log = logging.getLogger(__name__)
 
@@ -52,30 +57,55 @@ def delete_tree(location: str) -> None:
         pass
 
 
-def expire_snapshots(table: Table, grace_ms: int, now_ms: int | None = None) -> int:
-    """Drop snapshots that stopped being current more than `grace_ms` ago; returns how many.
+def expirable_snapshots(md: TableMetadata, grace_ms: int, now_ms: int) -> list[int]:
+    """Snapshots no reader can still need, which may be dropped from the metadata.
 
-    A snapshot's age is measured from when its successor was committed, not from
-    its own commit, because that is when readers stopped planning from it.
+    History on `main` is linear. A snapshot whose child is an append can go at
+    once: the child still holds all its files. Any other snapshot (e.g. the one a
+    compaction replaced) goes once its successor is older than the grace period,
+    because readers may still hold its file list. When the true child has been
+    expired already, the next retained snapshot's (later) time is used, which
+    only keeps snapshots longer.
     """
-    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
-    md = table.metadata
     current = md.current_snapshot_id
     snaps = sorted(md.snapshots, key=lambda s: (s.sequence_number or 0, s.timestamp_ms))
-    expire: list[int] = []
+    out = []
     for snap, succ in zip(snaps, snaps[1:], strict=False):
-        if snap.snapshot_id != current and succ.timestamp_ms < now_ms - grace_ms:
-            expire.append(snap.snapshot_id)
+        if snap.snapshot_id == current:
+            continue
+        is_child = succ.parent_snapshot_id == snap.snapshot_id
+        op = succ.summary.operation if succ.summary is not None else None
+        if (is_child and op == Operation.APPEND) or succ.timestamp_ms < now_ms - grace_ms:
+            out.append(snap.snapshot_id)
+    return out
+
+
+def expire_snapshots(table: Table, grace_ms: int, now_ms: int | None = None) -> int:
+    """Drop expirable snapshots (see `expirable_snapshots`) in their own commit; returns how many."""
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    expire = expirable_snapshots(table.metadata, grace_ms, now_ms)
     if not expire:
         return 0
-    txn = table.transaction()
-    txn._apply((RemoveSnapshotsUpdate(snapshot_ids=expire),))
+    txn = transaction(table)
+    txn._apply((RemoveSnapshotsUpdate(snapshot_ids=expire),), (AssertSnapshotsExist(snapshot_ids=expire),))
     try:
         txn.commit_transaction()
     except CommitFailedException:
         log.info("snapshot expiry of %s lost a race; will retry at the next compaction", table.name())
         return 0
     return len(expire)
+
+
+class AssertSnapshotsExist(ValidatableTableRequirement):
+    """Turns "snapshot already removed by someone else" into a retryable commit failure."""
+
+    type: Literal["weir-assert-snapshots-exist"] = "weir-assert-snapshots-exist"
+    snapshot_ids: list[int]
+
+    def validate(self, base_metadata: TableMetadata | None) -> None:
+        have = {s.snapshot_id for s in base_metadata.snapshots} if base_metadata else set()
+        if missing := [i for i in self.snapshot_ids if i not in have]:
+            raise CommitFailedException(f"weir: snapshots {missing} are gone")
 
 
 def referenced_files(table: Table) -> set[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Literal
@@ -37,7 +38,11 @@ from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.update import SetPropertiesUpdate, ValidatableTableRequirement
+from pyiceberg.table.update import (
+    RemoveSnapshotsUpdate,
+    SetPropertiesUpdate,
+    ValidatableTableRequirement,
+)
 from pyiceberg.types import LongType
 
 from weir.errors import SqlState, WeirError
@@ -55,6 +60,7 @@ from weir.storage.schema import (
     time_bounds,
     to_storage,
 )
+from weir.storage.txn import transaction
 
 log = logging.getLogger(__name__)
 
@@ -144,12 +150,20 @@ class _AssertFrontiers(ValidatableTableRequirement):
             raise CommitFailedException(f"weir: since is already {f.since}")
 
 
-def _commit(txn_table: Table, props: dict[str, str], req: _AssertFrontiers, files: list[DataFile]) -> None:
-    """One Iceberg commit: property changes, the requirement, and (optionally) appended files."""
-    txn = txn_table.transaction()
+def _commit(
+    txn_table: Table, props: dict[str, str], req: _AssertFrontiers, files: list[DataFile], expire: list[int] = ()
+) -> None:
+    """One Iceberg commit: property changes, the requirement, (optionally) appended files and
+    snapshots to drop (piggybacked so metadata stays small without extra commits)."""
+    txn = transaction(txn_table)
     txn._apply((SetPropertiesUpdate(updates=props),), (req,))
+    if expire:
+        txn._apply(
+            (RemoveSnapshotsUpdate(snapshot_ids=list(expire)),),
+            (maintenance.AssertSnapshotsExist(snapshot_ids=list(expire)),),
+        )
     if files:
-        with txn.update_snapshot().fast_append() as app:
+        with txn.update_snapshot().merge_append() as app:
             for f in files:
                 app.append_data_file(f)
     txn.commit_transaction()
@@ -169,6 +183,7 @@ class ShardStore:
         self.warehouse_path = os.path.abspath(warehouse_path)
         os.makedirs(self.warehouse_path, exist_ok=True)
         self.grace_seconds = grace_seconds
+        self.grace_ms = int(grace_seconds * 1000)
         self.metadata_versions_kept = metadata_versions_kept
         self.catalog = SqlCatalog("weir", uri=catalog_uri, warehouse="file://" + self.warehouse_path)
         try:
@@ -201,6 +216,9 @@ class ShardStore:
             "write.metadata.previous-versions-max": str(self.metadata_versions_kept),
             # weir decides itself when a failed commit may be retried (never for a lost CAS).
             "commit.retry.num-retries": "0",
+            # Merge small per-append manifests so scan planning reads a few files, not one per append.
+            "commit.manifest-merge.enabled": "true",
+            "commit.manifest.min-count-to-merge": "16",
         }
         try:
             table = self.catalog.create_table(self._ident(shard_id), schema=iceberg_schema(columns), properties=props)
@@ -303,8 +321,11 @@ class Shard:
             props = {PROP_UPPER: str(new_upper)}
             if epoch > f.epoch:
                 props[PROP_EPOCH] = str(epoch)
+            expire = maintenance.expirable_snapshots(
+                self._table.metadata, self._store.grace_ms, int(time.time() * 1000)
+            )
             try:
-                _commit(self._table, props, _AssertFrontiers(upper=expected, max_epoch=epoch), files)
+                _commit(self._table, props, _AssertFrontiers(upper=expected, max_epoch=epoch), files, expire)
                 return frontiers_of(self._table.metadata)
             except CommitFailedException as e:
                 # Lost a race. If the frontiers still match, the winner was compaction or
@@ -481,7 +502,7 @@ class Shard:
             return res  # already compact
         new_files = self._write_files(merged) if merged.num_rows else []
         try:
-            txn = table.transaction()
+            txn = transaction(table)
             with txn.update_snapshot(snapshot_properties={"weir.compacted-to": str(since)}).overwrite() as ow:
                 for df in old:
                     ow.delete_data_file(df)
