@@ -1,0 +1,519 @@
+"""The compute controller: the coordinator's side of the compute protocol.
+
+It asks the orchestrator to run each replica, connects to it when it is
+ready, and sends every peek to all connected replicas of the cluster (active
+replication), keeping the first answer and canceling the rest. Peeks outlive
+replica failures: a peek whose replicas all die before any row reached the
+caller is reissued once a replica is back (up to `peek_attempts` times).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from weir.compute import protocol as P
+from weir.compute.sizes import resolve_size
+from weir.errors import SqlState, WeirError
+
+log = logging.getLogger(__name__)
+
+IncarnationFn = Callable[[], "int | Awaitable[int]"]
+_Event = tuple["_Conn", "P.Message | None"]  # None: the connection was lost
+
+
+def _weir_error(err: Mapping[str, Any] | None) -> WeirError:
+    err = err or {}
+    return WeirError(str(err.get("sqlstate") or SqlState.INTERNAL_ERROR),
+                     str(err.get("message") or "unknown replica error"),
+                     detail=err.get("detail"), hint=err.get("hint"))
+
+
+class _ReplicaGone(Exception):
+    pass
+
+
+class Orchestrator(Protocol):
+    """What the controller needs from an orchestrator (see weir.orchestrator.process)."""
+
+    async def ensure_replica(self, replica_id: str, size: str, on_start: Callable[[], Any],
+                             on_ready: Callable[[str, int, int], Awaitable[None]],
+                             on_exit: Callable[[int | None, str], Any],
+                             config: dict[str, Any] | None = None) -> None: ...
+
+    async def drop_replica(self, replica_id: str) -> None: ...
+
+
+@dataclass
+class ReplicaStatus:
+    """What the controller knows about one replica (for mz_cluster_replica_statuses)."""
+
+    cluster_id: str
+    replica_id: str
+    size: str
+    status: str  # "online" | "offline"
+    incarnation: int | None
+    pid: int | None
+    last_heartbeat: float | None  # unix time of the last Status message
+    ui_url: str | None
+    address: str | None
+    reason: str | None  # why it is offline, or how it last exited
+    exit_code: int | None = None
+
+
+@dataclass
+class _Replica:
+    cluster_id: str
+    replica_id: str
+    size: str
+    incarnation_fn: IncarnationFn
+    incarnation: int | None = None
+    conn: _Conn | None = None
+    address: tuple[str, int] | None = None
+    alive: bool = False  # its process is up (between on_ready and on_exit)
+    pid: int | None = None
+    ui_url: str | None = None
+    last_heartbeat: float | None = None
+    last_status: dict[str, Any] = field(default_factory=dict)
+    reason: str | None = "starting"
+    exit_code: int | None = None
+    reconnect: asyncio.Task[None] | None = None
+
+
+class _Conn:
+    """One TCP connection to a replica: routes responses to waiting peeks."""
+
+    def __init__(self, controller: ComputeController, replica: _Replica,
+                 reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.controller = controller
+        self.replica = replica
+        self.reader = reader
+        self.out = P.MessageWriter(writer)
+        self.peeks: dict[str, asyncio.Queue[_Event]] = {}
+        self.describes: dict[str, asyncio.Future[P.Message]] = {}
+        self.closed = False
+        self.task: asyncio.Task[None] | None = None
+
+    async def handshake(self, incarnation: int) -> dict[str, Any]:
+        hello = await P.read_message(self.reader)
+        if hello is None or hello.type != P.HELLO:
+            raise P.ProtocolError(f"expected Hello, got {hello and hello.type}")
+        if hello.body.get("protocol") != P.PROTOCOL_VERSION:
+            raise P.ProtocolError(f"replica speaks protocol {hello.body.get('protocol')}, "
+                                  f"controller {P.PROTOCOL_VERSION}")
+        await self.out.send({"type": P.CREATE_INSTANCE, "replica_id": self.replica.replica_id,
+                             "incarnation": incarnation})
+        while True:
+            msg = await P.read_message(self.reader)
+            if msg is None:
+                raise ConnectionResetError("replica closed the connection during CreateInstance")
+            if msg.type == P.INSTANCE_CREATED:
+                return hello.body
+            if msg.type == P.ERROR:
+                raise P.ProtocolError(str(msg.body.get("message")))
+            self.dispatch(msg)
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._read_loop(), name=f"conn-{self.replica.replica_id}")
+
+    async def _read_loop(self) -> None:
+        reason = "connection closed by replica"
+        try:
+            while (msg := await P.read_message(self.reader)) is not None:
+                self.dispatch(msg)
+        except (P.ProtocolError, ConnectionError, OSError) as e:
+            reason = f"connection lost: {e}"
+        except asyncio.CancelledError:
+            reason = "connection closed"
+        finally:
+            self.lost(reason)
+
+    def dispatch(self, msg: P.Message) -> None:
+        kind, body = msg.type, msg.body
+        if kind == P.STATUS:
+            self.replica.last_heartbeat = time.time()
+            self.replica.last_status = body
+            self.replica.ui_url = body.get("ui_url", self.replica.ui_url)
+        elif kind in (P.PEEK_RESPONSE, P.PEEK_BATCH, P.PEEK_DONE):
+            peek_id = str(body.get("peek_id"))
+            queue = self.peeks.get(peek_id)
+            if queue is not None:
+                queue.put_nowait((self, msg))
+                if kind == P.PEEK_DONE or (kind == P.PEEK_RESPONSE and body.get("status") != "rows"):
+                    self.peeks.pop(peek_id, None)
+        elif kind == P.DESCRIBE_RESPONSE:
+            fut = self.describes.pop(str(body.get("request_id")), None)
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+        elif kind == P.ERROR:
+            log.warning("replica %s: %s", self.replica.replica_id, body.get("message"))
+        elif kind != P.PONG:
+            log.warning("replica %s sent unexpected %s", self.replica.replica_id, kind)
+
+    def send_peek(self, peek_id: str, queue: asyncio.Queue[_Event], body: dict[str, Any]) -> bool:
+        if self.closed or self.out.closed:
+            return False
+        self.peeks[peek_id] = queue
+        self.out.send_nowait({**body, "peek_id": peek_id})
+        return True
+
+    def cancel_peek(self, peek_id: str) -> None:
+        if self.peeks.pop(peek_id, None) is not None and not self.closed:
+            self.out.send_nowait({"type": P.CANCEL_PEEK, "peek_id": peek_id})
+
+    def describe(self, request_id: str, body: dict[str, Any]) -> asyncio.Future[P.Message]:
+        fut: asyncio.Future[P.Message] = asyncio.get_running_loop().create_future()
+        if self.closed:
+            fut.set_exception(_ReplicaGone())
+            return fut
+        self.describes[request_id] = fut
+        self.out.send_nowait({**body, "request_id": request_id})
+        return fut
+
+    def lost(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.out.close()
+        for queue in self.peeks.values():
+            queue.put_nowait((self, None))
+        self.peeks.clear()
+        for fut in self.describes.values():
+            if not fut.done():
+                fut.set_exception(_ReplicaGone())
+        self.describes.clear()
+        self.controller._conn_lost(self, reason)
+
+
+class _BatchStream:
+    """The rows of a peek as they arrive from the replica that answered first."""
+
+    def __init__(self, controller: ComputeController, cluster_id: str, body: dict[str, Any],
+                 peek_id: str, conn: _Conn, queue: asyncio.Queue[_Event], schema: pa.Schema,
+                 attempt: int) -> None:
+        self._controller = controller
+        self._cluster_id = cluster_id
+        self._body = body
+        self._peek_id = peek_id
+        self._conn = conn
+        self._queue = queue
+        self._schema = schema
+        self._attempt = attempt
+        self._batches = 0
+        self._done = False
+
+    def __aiter__(self) -> _BatchStream:
+        return self
+
+    async def __anext__(self) -> pa.RecordBatch:
+        while not self._done:
+            try:
+                conn, msg = await self._queue.get()
+            except asyncio.CancelledError:
+                self.cancel()
+                raise
+            if conn is not self._conn:
+                continue  # a replica that lost the race
+            if msg is None:
+                await self._replica_lost()
+            elif msg.type == P.PEEK_BATCH:
+                self._batches += 1
+                return P.batch_from_ipc(msg.attachments[0], self._schema)
+            elif msg.type == P.PEEK_DONE:
+                self._done = True
+                if msg.body.get("canceled"):
+                    raise WeirError(SqlState.QUERY_CANCELED, "canceling statement due to user request")
+        raise StopAsyncIteration
+
+    async def _replica_lost(self) -> None:
+        name = self._conn.replica.replica_id
+        if self._batches:
+            self._done = True
+            raise WeirError(SqlState.INTERNAL_ERROR,
+                            f"replica {name} failed while returning the results of this query")
+        log.info("peek %s: replica %s lost before its rows; reissuing", self._peek_id, name)
+        try:
+            result = await self._controller._run_peek(self._cluster_id, self._body, self._attempt + 1)
+        except BaseException:
+            self._done = True
+            raise
+        stream = result.batches
+        assert isinstance(stream, _BatchStream)
+        if result.schema != self._schema:
+            stream.cancel()
+            self._done = True
+            raise WeirError(SqlState.INTERNAL_ERROR, "replicas disagree on the result schema")
+        self._peek_id, self._conn, self._queue = stream._peek_id, stream._conn, stream._queue
+        self._attempt = stream._attempt
+
+    def cancel(self) -> None:
+        """Stop the peek on its replica (no more batches)."""
+        if not self._done:
+            self._done = True
+            self._conn.cancel_peek(self._peek_id)
+
+    async def aclose(self) -> None:
+        self.cancel()
+
+
+@dataclass
+class PeekResult:
+    """A peek's result: its schema now, its rows as they stream in."""
+
+    schema: pa.Schema
+    batches: AsyncIterator[pa.RecordBatch]
+    replica_id: str
+
+    async def collect(self) -> pa.Table:
+        return pa.Table.from_batches([b async for b in self.batches], schema=self.schema)
+
+    async def cancel(self) -> None:
+        aclose = getattr(self.batches, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def __aenter__(self) -> PeekResult:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.cancel()
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+class ComputeController:
+    def __init__(self, orchestrator: Orchestrator, *, ready_timeout: float = 60.0, peek_attempts: int = 3,
+                 connect_timeout: float = 30.0) -> None:
+        self.orchestrator = orchestrator
+        self.ready_timeout = ready_timeout
+        self.peek_attempts = peek_attempts
+        self.connect_timeout = connect_timeout
+        self._replicas: dict[str, _Replica] = {}
+        self._changed = asyncio.Event()
+        self._ids = itertools.count(1)
+        self._stopping = False
+
+    # -- replicas ---------------------------------------------------------
+
+    async def add_replica(self, cluster_id: str, replica_id: str, size: str,
+                          incarnation_fn: IncarnationFn,
+                          config: dict[str, Any] | None = None) -> None:
+        """Have the orchestrator run the replica; returns before Spark is up."""
+        resolve_size(size, config)
+        if replica_id in self._replicas:
+            raise WeirError(SqlState.DUPLICATE_OBJECT, f"replica '{replica_id}' already exists")
+        r = _Replica(cluster_id, replica_id, str(size), incarnation_fn)
+        self._replicas[replica_id] = r
+        self._notify()
+
+        async def on_start() -> int:
+            r.incarnation = int(await _maybe_await(r.incarnation_fn()))
+            r.reason = "starting"
+            return r.incarnation
+
+        async def on_ready(host: str, port: int, incarnation: int) -> None:
+            r.address, r.alive = (host, port), True
+            await asyncio.wait_for(self._connect(r, incarnation), self.connect_timeout)
+
+        def on_exit(code: int | None, reason: str) -> None:
+            r.alive, r.pid, r.exit_code, r.reason = False, None, code, reason
+            if r.reconnect is not None:
+                r.reconnect.cancel()
+            if r.conn is not None:
+                r.conn.lost(reason)
+            self._notify()
+
+        try:
+            await self.orchestrator.ensure_replica(replica_id, str(size), on_start, on_ready,
+                                                   on_exit, config=config)
+        except BaseException:
+            self._replicas.pop(replica_id, None)
+            raise
+
+    async def drop_replica(self, replica_id: str) -> None:
+        r = self._replicas.pop(replica_id, None)
+        if r is None:
+            return
+        if r.reconnect is not None:
+            r.reconnect.cancel()
+        await self.orchestrator.drop_replica(replica_id)
+        if r.conn is not None:
+            r.conn.lost("replica dropped")
+        self._notify()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        await asyncio.gather(*(self.drop_replica(r) for r in list(self._replicas)),
+                             return_exceptions=True)
+
+    def replica_statuses(self) -> list[ReplicaStatus]:
+        return [
+            ReplicaStatus(
+                r.cluster_id, r.replica_id, r.size, "online" if r.conn is not None else "offline",
+                r.incarnation, r.pid, r.last_heartbeat, r.ui_url,
+                f"{r.address[0]}:{r.address[1]}" if r.address else None,
+                None if r.conn is not None else r.reason, r.exit_code)
+            for r in self._replicas.values()
+        ]
+
+    async def wait_for_replicas(self, cluster_id: str, timeout: float | None = None) -> int:
+        """Wait until some replica of the cluster is online; returns how many are."""
+        return len(await self._ready_conns(cluster_id, timeout))
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def _connect(self, r: _Replica, incarnation: int) -> None:
+        assert r.address is not None
+        reader, writer = await asyncio.open_connection(*r.address)
+        conn = _Conn(self, r, reader, writer)
+        try:
+            hello = await conn.handshake(incarnation)
+        except BaseException:
+            writer.close()
+            raise
+        if r.conn is not None:
+            r.conn.lost("replaced by a new connection")
+        r.conn, r.pid, r.reason = conn, hello.get("pid"), None
+        r.ui_url = hello.get("ui_url")
+        r.last_heartbeat = time.time()
+        conn.start()
+        log.info("replica %s incarnation %d online (pid %s, Spark UI %s)", r.replica_id,
+                 incarnation, r.pid, r.ui_url)
+        self._notify()
+
+    def _conn_lost(self, conn: _Conn, reason: str) -> None:
+        r = conn.replica
+        if r.conn is not conn:
+            return
+        r.conn, r.reason = None, reason
+        log.warning("replica %s offline: %s", r.replica_id, reason)
+        self._notify()
+        if (r.alive and not self._stopping and self._replicas.get(r.replica_id) is r
+                and (r.reconnect is None or r.reconnect.done())):
+            r.reconnect = asyncio.create_task(self._reconnect(r))
+
+    async def _reconnect(self, r: _Replica, attempts: int = 10) -> None:
+        """The process lives but the socket broke: dial it again until it exits."""
+        delay = 0.2
+        for _ in range(attempts):
+            await asyncio.sleep(delay)
+            if not r.alive or r.conn is not None or r.incarnation is None:
+                return
+            try:
+                await asyncio.wait_for(self._connect(r, r.incarnation), self.connect_timeout)
+                return
+            except (OSError, P.ProtocolError, TimeoutError) as e:
+                log.info("replica %s: reconnect failed: %s", r.replica_id, e)
+            delay = min(delay * 2, 5.0)
+
+    async def _ready_conns(self, cluster_id: str, timeout: float | None = None) -> list[_Conn]:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (self.ready_timeout if timeout is None else timeout)
+        while True:
+            replicas = [r for r in self._replicas.values() if r.cluster_id == cluster_id]
+            if not replicas:
+                raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
+                                f"cluster '{cluster_id}' has no replicas")
+            conns = [r.conn for r in replicas if r.conn is not None and not r.conn.closed]
+            if conns:
+                return conns
+            changed, remaining = self._changed, deadline - loop.time()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                states = ", ".join(f"{r.replica_id}: {r.reason or 'offline'}" for r in replicas)
+                raise WeirError(SqlState.CANNOT_CONNECT_NOW,
+                                f"cluster '{cluster_id}' has no ready replicas",
+                                detail=f"Replica states: {states}.",
+                                hint="Replicas may still be starting; try again shortly.") from None
+
+    # -- peeks ------------------------------------------------------------
+
+    async def peek(self, cluster_id: str, sql: str, inputs: Sequence[Mapping[str, Any]],
+                   timestamp: int | None) -> PeekResult:
+        """Run `sql` over `inputs` on the cluster; rows stream in `PeekResult.batches`."""
+        body = {"type": P.PEEK, "sql": sql, "inputs": [dict(i) for i in inputs],
+                "timestamp": timestamp, "_id": next(self._ids)}
+        return await self._run_peek(cluster_id, body, 1)
+
+    async def _run_peek(self, cluster_id: str, body: dict[str, Any], attempt: int) -> PeekResult:
+        while True:
+            peek_id = f"{body['_id']}.{attempt}"
+            conn, first, queue = await self._issue(cluster_id, peek_id, body)
+            if conn is not None and first is not None:
+                status = first.body.get("status")
+                if status == "error":
+                    raise _weir_error(first.body.get("error"))
+                schema = P.schema_from_ipc(first.attachments[0])
+                stream = _BatchStream(self, cluster_id, body, peek_id, conn, queue, schema, attempt)
+                return PeekResult(schema, stream, conn.replica.replica_id)
+            if attempt >= self.peek_attempts:
+                raise WeirError(SqlState.INTERNAL_ERROR,
+                                f"every replica of cluster '{cluster_id}' failed while running "
+                                f"this query ({attempt} attempts)")
+            attempt += 1
+
+    async def _issue(self, cluster_id: str, peek_id: str, body: dict[str, Any]
+                     ) -> tuple[_Conn | None, P.Message | None, asyncio.Queue[_Event]]:
+        """Send the peek to every ready replica; the first rows or error wins."""
+        conns = await self._ready_conns(cluster_id)
+        queue: asyncio.Queue[_Event] = asyncio.Queue()
+        wire = {k: v for k, v in body.items() if not k.startswith("_")}
+        sent = [c for c in conns if c.send_peek(peek_id, queue, wire)]
+        remaining = set(sent)
+        try:
+            while remaining:
+                conn, msg = await queue.get()
+                if conn not in remaining:
+                    continue
+                if msg is None or (msg.type == P.PEEK_RESPONSE and msg.body.get("status") == "canceled"):
+                    remaining.discard(conn)
+                    conn.peeks.pop(peek_id, None)
+                    continue
+                if msg.type != P.PEEK_RESPONSE:
+                    continue
+                for other in sent:
+                    if other is not conn:
+                        other.cancel_peek(peek_id)
+                return conn, msg, queue
+            return None, None, queue
+        except BaseException:
+            for c in sent:
+                c.cancel_peek(peek_id)
+            raise
+
+    async def describe(self, cluster_id: str, sql: str,
+                       inputs: Sequence[Mapping[str, Any]]) -> pa.Schema:
+        """The result schema of `sql` (analysis only, nothing runs)."""
+        body = {"type": P.DESCRIBE, "sql": sql, "inputs": [dict(i) for i in inputs]}
+        for _ in range(self.peek_attempts):
+            conns = await self._ready_conns(cluster_id)
+            conn = max(conns, key=lambda c: c.replica.last_heartbeat or 0.0)
+            request_id = f"d{next(self._ids)}"
+            fut = conn.describe(request_id, body)
+            try:
+                msg = await fut
+            except _ReplicaGone:
+                continue
+            finally:
+                conn.describes.pop(request_id, None)
+            if msg.body.get("status") != "ok":
+                raise _weir_error(msg.body.get("error"))
+            return P.schema_from_ipc(msg.attachments[0])
+        raise WeirError(SqlState.INTERNAL_ERROR,
+                        f"every replica of cluster '{cluster_id}' failed while describing a query")
+

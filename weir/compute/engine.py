@@ -1,0 +1,174 @@
+"""The Spark side of a replica: its SparkSession, peek inputs, peeks, describes.
+
+Every call here blocks (py4j) and runs in a worker thread of the replica.
+Each peek gets its own `newSession()` so concurrent peeks can bind the same
+temp view names to different inputs, and its own job tag so CancelPeek can
+stop exactly its Spark jobs (SparkContext tags are thread-local properties
+that the threads collecting results inherit).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from weir.compute.sizes import ReplicaSize
+from weir.errors import SqlState, WeirError
+from weir.types import PgType, parse_type
+
+log = logging.getLogger(__name__)
+
+_N = "__weir_n"
+_I = "__weir_i"
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def stored_ddl(t: PgType) -> str:
+    """The Spark type of a column as it sits in a shard's Parquet files."""
+    if t.element is not None:
+        return f"ARRAY<{stored_ddl(t.element)}>"
+    if t.stored_as == "int":
+        return "INT"
+    if t.stored_as == "long":
+        return "BIGINT"
+    return t.spark_ddl
+
+
+def query_expr(ref: str, t: PgType, depth: int = 0) -> str:
+    """Spark SQL turning a stored value `ref` into the type queries see."""
+    if t.element is not None:
+        if stored_ddl(t.element) == t.element.spark_ddl:
+            return ref
+        var = f"__x{depth}"
+        return f"transform({ref}, {var} -> {query_expr(var, t.element, depth + 1)})"
+    if t.name == "interval":
+        return f"({ref} * INTERVAL '0.000001' SECOND)"
+    if stored_ddl(t) != t.spark_ddl:
+        return f"CAST({ref} AS {t.spark_ddl})"
+    return ref
+
+
+def spark_conf(size: ReplicaSize, config: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Session settings: UTC, ANSI errors, Arrow results, a UI on a free port."""
+    conf = {
+        "spark.master": size.master,
+        "spark.app.name": "weir-replica",
+        "spark.driver.memory": size.driver_memory,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.ansi.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+        "spark.sql.shuffle.partitions": str(max(2, size.workers)),
+        "spark.ui.enabled": "true",
+        "spark.ui.port": "0",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), f"weir-spark-{os.getpid()}"),
+    }
+    if size.is_local:
+        conf["spark.driver.host"] = "127.0.0.1"
+        conf["spark.driver.bindAddress"] = "127.0.0.1"
+    conf.update(size.spark_conf)
+    conf.update({str(k): str(v) for k, v in ((config or {}).get("spark_conf") or {}).items()})
+    return conf
+
+
+class SparkEngine:
+    """One SparkSession and the operations the compute protocol asks of it."""
+
+    def __init__(self, size: ReplicaSize, config: Mapping[str, Any] | None = None) -> None:
+        from pyspark.sql import SparkSession
+
+        builder = SparkSession.builder
+        for key, value in spark_conf(size, config).items():
+            builder = builder.config(key, value)
+        self.spark = builder.getOrCreate()
+        self.sc = self.spark.sparkContext
+        self.sc.setLogLevel(str((config or {}).get("log_level", "WARN")))
+        # PySpark logs every SQL error with a JVM stack; we report them ourselves.
+        for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+    @property
+    def ui_url(self) -> str | None:
+        return self.sc.uiWebUrl
+
+    @property
+    def version(self) -> str:
+        return str(self.spark.version)
+
+    def stop(self) -> None:
+        self.spark.stop()
+
+    # -- inputs -----------------------------------------------------------
+
+    def _bind_input(self, session: Any, spec: Mapping[str, Any], timestamp: int | None) -> None:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import StructType
+
+        try:
+            name = str(spec["name"])
+            columns = [(str(c["name"]), parse_type(str(c["pg_type"])), bool(c.get("nullable", True)))
+                       for c in spec.get("columns", [])]
+            files = [str(f) for f in spec.get("files", [])]
+        except (KeyError, TypeError) as e:
+            raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed peek input: {e}") from None
+        as_of = spec.get("as_of", timestamp)
+        ddl = ", ".join([f"{_quote(n)} {stored_ddl(t)}" for n, t, _ in columns]
+                        + ["mz_timestamp BIGINT", "mz_diff BIGINT"])
+        schema = StructType.fromDDL(ddl)
+        if files:
+            df = session.read.schema(schema).parquet(*files)
+        else:
+            df = session.createDataFrame([], schema)
+        if as_of is not None:
+            df = df.where(F.col("mz_timestamp") <= F.lit(int(as_of)))
+        data = [F.col(_quote(n)) for n, _, _ in columns]
+        if spec.get("consolidate", True):
+            df = (df.groupBy(*data).agg(F.sum("mz_diff").alias(_N))
+                  .where(F.col(_N) > 0)
+                  .withColumn(_I, F.explode(F.sequence(F.lit(1).cast("bigint"), F.col(_N)))))
+        df = df.selectExpr(*[f"{query_expr(_quote(n), t)} AS {_quote(n)}" for n, t, _ in columns])
+        df.createOrReplaceTempView(name)
+
+    def _session(self, inputs: Sequence[Mapping[str, Any]], timestamp: int | None) -> Any:
+        session = self.spark.newSession()
+        for spec in inputs:
+            self._bind_input(session, spec, timestamp)
+        return session
+
+    # -- operations -------------------------------------------------------
+
+    def peek(self, tag: str, sql: str, inputs: Sequence[Mapping[str, Any]],
+             timestamp: int | None) -> pa.Table:
+        """Run the query to completion and collect it as Arrow."""
+        self.sc.addJobTag(tag)
+        self.sc.setInterruptOnCancel(True)
+        self.sc.setJobDescription(f"peek {tag}")
+        try:
+            session = self._session(inputs, timestamp)
+            return session.sql(sql).toArrow()
+        finally:
+            self.sc.removeJobTag(tag)
+            self.sc.setJobDescription(None)  # type: ignore[arg-type]
+
+    def describe(self, tag: str, sql: str, inputs: Sequence[Mapping[str, Any]]) -> pa.Schema:
+        """The result schema, from analysis only (no job runs)."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        self.sc.addJobTag(tag)
+        try:
+            session = self._session(inputs, None)
+            return to_arrow_schema(session.sql(sql).schema, timezone="UTC")
+        finally:
+            self.sc.removeJobTag(tag)
+
+    def cancel(self, tag: str) -> None:
+        self.sc.cancelJobsWithTag(tag)

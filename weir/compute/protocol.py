@@ -1,0 +1,266 @@
+"""The compute protocol: how the compute controller and a replica talk.
+
+Transport
+=========
+A plain TCP stream (asyncio streams on both ends), so a replica can live on
+another machine. Nothing is pickled: every frame is either JSON or Arrow IPC.
+
+Each frame is::
+
+    +----------------+--------+-----------------------+
+    | length: u32 BE | kind   | payload               |
+    | (kind+payload) | 1 byte | length - 1 bytes      |
+    +----------------+--------+-----------------------+
+
+- kind ``b"J"``: a UTF-8 JSON object with a string field ``"type"``: a message.
+- kind ``b"A"``: Arrow IPC bytes attached to the JSON message right before it.
+  A message that carries Arrow frames says how many in ``"attachments": n``
+  (absent = 0); exactly that many ``A`` frames follow it, with no other frame
+  in between. Arrow payloads are IPC *encapsulated messages*: a schema
+  (``pa.Schema.serialize()``) or one record batch (``RecordBatch.serialize()``),
+  never dictionary-encoded. Concatenating a peek's schema frame, its batch
+  frames and an end-of-stream marker gives a valid Arrow IPC stream.
+
+Frames larger than ``MAX_FRAME`` are a protocol error (both sides close).
+
+Connection
+==========
+The replica listens; the controller connects. The replica speaks first with
+``Hello``; the controller answers ``CreateInstance``; the replica confirms with
+``InstanceCreated``. A replica serves one controller connection at a time: a
+new connection replaces (closes) the old one and cancels its peeks.
+
+Commands (controller -> replica)
+================================
+- ``CreateInstance{replica_id, incarnation, logging?}``: binds the connection
+  to one incarnation of the replica. An incarnation lower than one already
+  seen is refused with ``Error`` (a zombie controller) and the socket closed.
+- ``Peek{peek_id, sql, inputs, timestamp}``: run ``sql`` (Spark SQL) over
+  ``inputs`` and return the rows. ``inputs`` is a list of collections::
+
+      {"name": "weir_u1",               # temp view the SQL refers to
+       "files": ["/abs/a.parquet"],     # Parquet data files of the update log
+       "columns": [{"name": "a", "pg_type": "integer", "nullable": true}],
+       "as_of": 1700000000000,          # read the contents at this time
+       "consolidate": true}             # sum diffs (false: every row is +1)
+
+  The data files hold the columns (in their stored types: smallint as int32,
+  interval as int64 microseconds) plus ``mz_timestamp`` and ``mz_diff``
+  (int64). ``as_of`` defaults to the peek's ``timestamp``.
+- ``CancelPeek{peek_id}``: stop the peek's Spark jobs; unknown ids are ignored.
+- ``Describe{request_id, sql, inputs}``: the result schema, by analysis only.
+- ``Ping{nonce?}``: answered by ``Pong{nonce?}``.
+- Reserved, answered with ``Error{sqlstate: "0A000"}`` for now:
+  ``CreateDataflow``, ``AllowCompaction``, ``Subscribe``.
+
+Responses (replica -> controller)
+=================================
+- ``Hello{protocol, replica_id, pid, size, workers, spark_version, ui_url,
+  incarnation}``: sent on accept.
+- ``InstanceCreated{replica_id, incarnation}``.
+- ``PeekResponse{peek_id, status, error?}`` with ``status`` one of:
+
+  - ``"rows"``: ``attachments: 1``, the Arrow schema of the result. Then zero
+    or more ``PeekBatch{peek_id, rows, attachments: 1}`` (one record batch
+    each, at most ``BATCH_ROWS`` rows), then ``PeekDone{peek_id, row_count}``.
+    A peek canceled while its rows are being sent ends with
+    ``PeekDone{peek_id, row_count, canceled: true}``.
+  - ``"error"``: ``error: {sqlstate, message, detail, hint}``.
+  - ``"canceled"``: the peek was canceled before it produced rows.
+
+  Every peek gets exactly one ``PeekResponse``. Batches of concurrent peeks
+  may interleave; each ``PeekBatch`` names its peek.
+- ``DescribeResponse{request_id, status: "ok"|"error", error?}``; ``"ok"``
+  carries ``attachments: 1``: the Arrow schema.
+- ``Status{replica_id, incarnation, heartbeat, time, pid, ui_url,
+  active_peeks, uptime_s}``: a heartbeat, once a second.
+- ``Error{sqlstate, message, detail?, in_reply_to?}``: a command the replica
+  could not understand or refuses.
+- Reserved for later: ``Frontiers``, ``SubscribeResponse``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+PROTOCOL_VERSION = 1
+KIND_JSON = b"J"
+KIND_ARROW = b"A"
+MAX_FRAME = 1 << 30
+BATCH_ROWS = 65536
+_HEADER = struct.Struct(">I")
+# Arrow IPC end-of-stream marker: continuation token + zero length.
+IPC_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+
+# Commands.
+CREATE_INSTANCE = "CreateInstance"
+PEEK = "Peek"
+CANCEL_PEEK = "CancelPeek"
+DESCRIBE = "Describe"
+PING = "Ping"
+RESERVED_COMMANDS = frozenset({"CreateDataflow", "AllowCompaction", "Subscribe"})
+
+# Responses.
+HELLO = "Hello"
+INSTANCE_CREATED = "InstanceCreated"
+PEEK_RESPONSE = "PeekResponse"
+PEEK_BATCH = "PeekBatch"
+PEEK_DONE = "PeekDone"
+DESCRIBE_RESPONSE = "DescribeResponse"
+STATUS = "Status"
+PONG = "Pong"
+ERROR = "Error"
+
+
+class ProtocolError(Exception):
+    """The peer sent something that is not valid compute protocol."""
+
+
+@dataclass
+class Message:
+    """A JSON message with the Arrow frames attached to it."""
+
+    body: dict[str, Any]
+    attachments: list[bytes] = field(default_factory=list)
+
+    @property
+    def type(self) -> str:
+        return str(self.body["type"])
+
+
+def encode_frame(kind: bytes, payload: bytes) -> bytes:
+    if kind not in (KIND_JSON, KIND_ARROW):
+        raise ValueError(f"unknown frame kind {kind!r}")
+    length = len(payload) + 1
+    if length > MAX_FRAME:
+        raise ProtocolError(f"frame of {length} bytes exceeds the {MAX_FRAME} byte limit")
+    return _HEADER.pack(length) + kind + payload
+
+
+def encode_message(body: dict[str, Any], attachments: Sequence[bytes] = ()) -> bytes:
+    """The frames of one message: its JSON frame then its Arrow frames."""
+    if not isinstance(body.get("type"), str):
+        raise ValueError("a message needs a string 'type'")
+    if attachments:
+        body = {**body, "attachments": len(attachments)}
+    out = [encode_frame(KIND_JSON, json.dumps(body, separators=(",", ":")).encode())]
+    out.extend(encode_frame(KIND_ARROW, bytes(a)) for a in attachments)
+    return b"".join(out)
+
+
+def decode_json(payload: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(payload)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ProtocolError(f"invalid JSON frame: {e}") from None
+    if not isinstance(body, dict) or not isinstance(body.get("type"), str):
+        raise ProtocolError("a JSON frame must be an object with a string 'type'")
+    return body
+
+
+async def read_frame(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | None:
+    """The next (kind, payload), or None at a clean end of stream."""
+    try:
+        header = await reader.readexactly(_HEADER.size)
+    except asyncio.IncompleteReadError as e:
+        if not e.partial:
+            return None
+        raise ProtocolError("connection closed inside a frame header") from None
+    (length,) = _HEADER.unpack(header)
+    if length < 1 or length > MAX_FRAME:
+        raise ProtocolError(f"invalid frame length {length}")
+    try:
+        data = await reader.readexactly(length)
+    except asyncio.IncompleteReadError:
+        raise ProtocolError("connection closed inside a frame") from None
+    kind, payload = data[:1], data[1:]
+    if kind not in (KIND_JSON, KIND_ARROW):
+        raise ProtocolError(f"unknown frame kind {kind!r}")
+    return kind, payload
+
+
+async def read_message(reader: asyncio.StreamReader) -> Message | None:
+    """The next message with its attachments, or None at end of stream."""
+    frame = await read_frame(reader)
+    if frame is None:
+        return None
+    kind, payload = frame
+    if kind != KIND_JSON:
+        raise ProtocolError("Arrow frame without a message announcing it")
+    body = decode_json(payload)
+    count = body.get("attachments", 0)
+    if not isinstance(count, int) or count < 0:
+        raise ProtocolError("'attachments' must be a non-negative integer")
+    attachments: list[bytes] = []
+    for _ in range(count):
+        frame = await read_frame(reader)
+        if frame is None:
+            raise ProtocolError("connection closed before a message's Arrow frames")
+        if frame[0] != KIND_ARROW:
+            raise ProtocolError(f"expected {count} Arrow frames after {body['type']}")
+        attachments.append(frame[1])
+    return Message(body, attachments)
+
+
+class MessageWriter:
+    """Writes whole messages so frames of concurrent senders never interleave."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._lock = asyncio.Lock()
+
+    def send_nowait(self, body: dict[str, Any], attachments: Sequence[bytes] = ()) -> None:
+        """Queue a message without waiting for the peer (e.g. from a cancel path)."""
+        if not self._writer.is_closing():
+            self._writer.write(encode_message(body, attachments))
+
+    async def send(self, body: dict[str, Any], attachments: Sequence[bytes] = ()) -> None:
+        data = encode_message(body, attachments)
+        async with self._lock:
+            if self._writer.is_closing():
+                raise ConnectionResetError("connection closed")
+            self._writer.write(data)
+            await self._writer.drain()
+
+    def close(self) -> None:
+        if not self._writer.is_closing():
+            self._writer.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._writer.is_closing()
+
+
+def schema_to_ipc(schema: pa.Schema) -> bytes:
+    return schema.serialize().to_pybytes()
+
+
+def schema_from_ipc(data: bytes) -> pa.Schema:
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(data))
+    except (pa.ArrowInvalid, OSError) as e:
+        raise ProtocolError(f"invalid Arrow schema frame: {e}") from None
+
+
+def batch_to_ipc(batch: pa.RecordBatch) -> bytes:
+    return batch.serialize().to_pybytes()
+
+
+def batch_from_ipc(data: bytes, schema: pa.Schema) -> pa.RecordBatch:
+    try:
+        return pa.ipc.read_record_batch(pa.py_buffer(data), schema)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise ProtocolError(f"invalid Arrow record batch frame: {e}") from None
+
+
+def error_body(sqlstate: str, message: str, detail: str | None = None,
+               hint: str | None = None) -> dict[str, Any]:
+    """The `error` object of PeekResponse / DescribeResponse."""
+    return {"sqlstate": sqlstate, "message": message, "detail": detail, "hint": hint}

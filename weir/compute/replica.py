@@ -1,0 +1,341 @@
+"""A compute replica process: one SparkSession serving the compute protocol.
+
+    python -m weir.compute.replica --listen 127.0.0.1:0 --replica-id r1 --size 1
+
+Starts Spark first, then listens and prints ``WEIR_REPLICA_LISTENING <host>
+<port>`` on stdout, so whoever started it knows it can take commands at once.
+The socket is served by an asyncio loop; Spark calls run in worker threads so
+CancelPeek and heartbeats are handled while peeks run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from weir.compute import protocol as P
+from weir.compute.engine import SparkEngine
+from weir.compute.errors import error_fields, translate
+from weir.compute.sizes import ReplicaSize, resolve_size
+from weir.errors import SqlState, WeirError
+
+log = logging.getLogger("weir.compute.replica")
+
+HEARTBEAT_INTERVAL = 1.0
+CANCEL_RETRY_INTERVAL = 0.2
+
+
+@dataclass
+class _Peek:
+    peek_id: str
+    tag: str
+    canceled: bool = False
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class _Connection:
+    """One controller connection and the peeks it started."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.out = P.MessageWriter(writer)
+        self.peeks: dict[str, _Peek] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.peer = writer.get_extra_info("peername")
+
+
+class Replica:
+    def __init__(self, replica_id: str, size: ReplicaSize, engine: SparkEngine,
+                 incarnation: int = 0, peek_threads: int = 4) -> None:
+        self.replica_id = replica_id
+        self.size = size
+        self.engine = engine
+        self.incarnation = incarnation
+        self.started = time.monotonic()
+        self.pool = ThreadPoolExecutor(max_workers=peek_threads, thread_name_prefix="peek")
+        self.cancel_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cancel")
+        self.conn: _Connection | None = None
+        self.heartbeat = 0
+        self.stopping = asyncio.Event()
+
+    # -- connections ------------------------------------------------------
+
+    async def on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        old, conn = self.conn, _Connection(reader, writer)
+        self.conn = conn
+        if old is not None:
+            log.info("new controller connection from %s replaces %s", conn.peer, old.peer)
+            self._close(old)
+        try:
+            await conn.out.send(self._hello())
+            while True:
+                msg = await P.read_message(reader)
+                if msg is None:
+                    break
+                await self._dispatch(conn, msg)
+        except P.ProtocolError as e:
+            log.warning("protocol error from %s: %s", conn.peer, e)
+            conn.out.send_nowait({"type": P.ERROR, "sqlstate": SqlState.PROTOCOL_VIOLATION,
+                                  "message": str(e)})
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            # Shutdown. Python 3.11's start_server callback logs cancelled handlers as errors.
+            pass
+        finally:
+            self._close(conn)
+            if self.conn is conn:
+                self.conn = None
+
+    def _close(self, conn: _Connection) -> None:
+        for peek in list(conn.peeks.values()):
+            self._cancel(peek)
+        conn.out.close()
+
+    def _hello(self) -> dict[str, Any]:
+        return {"type": P.HELLO, "protocol": P.PROTOCOL_VERSION, "replica_id": self.replica_id,
+                "pid": os.getpid(), "size": self.size.name, "workers": self.size.workers,
+                "spark_version": self.engine.version, "ui_url": self.engine.ui_url,
+                "incarnation": self.incarnation}
+
+    def _spawn(self, conn: _Connection, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        conn.tasks.add(task)
+        task.add_done_callback(conn.tasks.discard)
+
+    async def _dispatch(self, conn: _Connection, msg: P.Message) -> None:
+        body, kind = msg.body, msg.type
+        if kind == P.PEEK:
+            self._spawn(conn, self._peek(conn, body))
+        elif kind == P.CANCEL_PEEK:
+            peek = conn.peeks.get(str(body.get("peek_id")))
+            if peek is not None:
+                self._cancel(peek)
+        elif kind == P.DESCRIBE:
+            self._spawn(conn, self._describe(conn, body))
+        elif kind == P.PING:
+            await conn.out.send({"type": P.PONG, "nonce": body.get("nonce")})
+        elif kind == P.CREATE_INSTANCE:
+            await self._create_instance(conn, body)
+        elif kind in P.RESERVED_COMMANDS:
+            await conn.out.send({"type": P.ERROR, "sqlstate": SqlState.FEATURE_NOT_SUPPORTED,
+                                 "message": f"{kind} not yet supported", "in_reply_to": kind})
+        else:
+            await conn.out.send({"type": P.ERROR, "sqlstate": SqlState.PROTOCOL_VIOLATION,
+                                 "message": f"unknown command {kind!r}", "in_reply_to": kind})
+
+    async def _create_instance(self, conn: _Connection, body: dict[str, Any]) -> None:
+        replica_id, incarnation = body.get("replica_id"), int(body.get("incarnation", 0))
+        if replica_id != self.replica_id or incarnation < self.incarnation:
+            await conn.out.send({
+                "type": P.ERROR, "sqlstate": SqlState.INVALID_AUTHORIZATION_SPECIFICATION,
+                "message": f"replica {self.replica_id} incarnation {self.incarnation} refuses "
+                           f"CreateInstance for {replica_id} incarnation {incarnation}",
+                "in_reply_to": P.CREATE_INSTANCE})
+            conn.out.close()
+            return
+        self.incarnation = incarnation
+        await conn.out.send({"type": P.INSTANCE_CREATED, "replica_id": self.replica_id,
+                             "incarnation": incarnation})
+
+    # -- peeks ------------------------------------------------------------
+
+    def _cancel(self, peek: _Peek) -> None:
+        if peek.canceled:
+            return
+        peek.canceled = True
+        asyncio.get_running_loop().create_task(self._cancel_jobs(peek))
+
+    async def _cancel_jobs(self, peek: _Peek) -> None:
+        """Cancel until the peek's thread returns: a job may start after a cancel."""
+        loop = asyncio.get_running_loop()
+        while not peek.done.is_set():
+            try:
+                await loop.run_in_executor(self.cancel_pool, self.engine.cancel, peek.tag)
+            except Exception as e:  # the session may be shutting down
+                log.debug("cancel %s: %s", peek.peek_id, e)
+            try:
+                await asyncio.wait_for(peek.done.wait(), CANCEL_RETRY_INTERVAL)
+            except TimeoutError:
+                pass
+
+    async def _peek(self, conn: _Connection, body: dict[str, Any]) -> None:
+        peek_id = str(body.get("peek_id"))
+        peek = _Peek(peek_id, f"weir-peek-{uuid.uuid4().hex}")
+        conn.peeks[peek_id] = peek
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        try:
+            try:
+                table = await loop.run_in_executor(
+                    self.pool, self.engine.peek, peek.tag, str(body.get("sql", "")),
+                    list(body.get("inputs") or []), body.get("timestamp"))
+            except Exception as e:
+                peek.done.set()
+                if peek.canceled:
+                    await conn.out.send({"type": P.PEEK_RESPONSE, "peek_id": peek_id,
+                                         "status": "canceled"})
+                else:
+                    err = translate(e)
+                    log.info("peek %s failed: %s", peek_id, err)
+                    await conn.out.send({"type": P.PEEK_RESPONSE, "peek_id": peek_id,
+                                         "status": "error", "error": error_fields(err)})
+                return
+            peek.done.set()
+            if peek.canceled:
+                await conn.out.send({"type": P.PEEK_RESPONSE, "peek_id": peek_id,
+                                     "status": "canceled"})
+                return
+            await self._send_rows(conn, peek, table)
+            log.info("peek %s: %d rows in %.3fs", peek_id, table.num_rows, time.monotonic() - started)
+        except (ConnectionError, RuntimeError) as e:
+            log.info("peek %s: connection lost while answering: %s", peek_id, e)
+        finally:
+            peek.done.set()
+            conn.peeks.pop(peek_id, None)
+
+    async def _send_rows(self, conn: _Connection, peek: _Peek, table: pa.Table) -> None:
+        await conn.out.send({"type": P.PEEK_RESPONSE, "peek_id": peek.peek_id, "status": "rows"},
+                            [P.schema_to_ipc(table.schema)])
+        sent = 0
+        for batch in _batches(table):
+            if peek.canceled:
+                await conn.out.send({"type": P.PEEK_DONE, "peek_id": peek.peek_id,
+                                     "row_count": sent, "canceled": True})
+                return
+            await conn.out.send({"type": P.PEEK_BATCH, "peek_id": peek.peek_id,
+                                 "rows": batch.num_rows}, [P.batch_to_ipc(batch)])
+            sent += batch.num_rows
+        await conn.out.send({"type": P.PEEK_DONE, "peek_id": peek.peek_id, "row_count": sent})
+
+    async def _describe(self, conn: _Connection, body: dict[str, Any]) -> None:
+        request_id = body.get("request_id")
+        loop = asyncio.get_running_loop()
+        try:
+            schema = await loop.run_in_executor(
+                self.pool, self.engine.describe, f"weir-describe-{uuid.uuid4().hex}",
+                str(body.get("sql", "")), list(body.get("inputs") or []))
+        except Exception as e:
+            await conn.out.send({"type": P.DESCRIBE_RESPONSE, "request_id": request_id,
+                                 "status": "error", "error": error_fields(translate(e))})
+            return
+        await conn.out.send({"type": P.DESCRIBE_RESPONSE, "request_id": request_id,
+                             "status": "ok"}, [P.schema_to_ipc(schema)])
+
+    # -- lifecycle --------------------------------------------------------
+
+    async def heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_INTERVAL)
+            conn = self.conn
+            if conn is None or conn.out.closed:
+                continue
+            self.heartbeat += 1
+            try:
+                await conn.out.send({
+                    "type": P.STATUS, "replica_id": self.replica_id, "incarnation": self.incarnation,
+                    "heartbeat": self.heartbeat, "time": time.time(), "pid": os.getpid(),
+                    "ui_url": self.engine.ui_url, "active_peeks": len(conn.peeks),
+                    "uptime_s": round(time.monotonic() - self.started, 3)})
+            except (ConnectionError, RuntimeError):
+                pass
+
+    async def serve(self, host: str, port: int, exit_on_stdin_eof: bool = False) -> None:
+        server = await asyncio.start_server(self.on_connection, host, port)
+        bound = server.sockets[0].getsockname()
+        print(f"WEIR_REPLICA_LISTENING {bound[0]} {bound[1]}", flush=True)
+        log.info("replica %s listening on %s:%s (Spark UI %s)", self.replica_id, bound[0],
+                 bound[1], self.engine.ui_url)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stopping.set)
+        tasks = [asyncio.create_task(self.heartbeats())]
+        if exit_on_stdin_eof:
+            _watch_stdin(loop, self.stopping)
+        try:
+            await self.stopping.wait()
+        finally:
+            log.info("replica %s stopping", self.replica_id)
+            server.close()
+            if self.conn is not None:
+                self._close(self.conn)
+            for t in tasks:
+                t.cancel()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _batches(table: pa.Table) -> list[pa.RecordBatch]:
+    """The table in batches of at most BATCH_ROWS rows, small chunks merged."""
+    if table.num_rows == 0:
+        return []
+    if table.num_rows <= P.BATCH_ROWS or len(table.to_batches()) > table.num_rows // P.BATCH_ROWS + 1:
+        table = table.combine_chunks()
+    return [b for b in table.to_batches(max_chunksize=P.BATCH_ROWS) if b.num_rows]
+
+
+def _watch_stdin(loop: asyncio.AbstractEventLoop, stopping: asyncio.Event) -> None:
+    """Stop when the process that started us goes away (its end of our stdin closes)."""
+
+    def wait_eof() -> None:
+        try:
+            while sys.stdin.buffer.read(65536):
+                pass
+        except (OSError, ValueError):
+            pass
+        log.info("stdin closed: the orchestrator is gone")
+        loop.call_soon_threadsafe(stopping.set)
+
+    threading.Thread(target=wait_eof, name="stdin-watch", daemon=True).start()
+
+
+def _parse_listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    return host or "127.0.0.1", int(port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m weir.compute.replica")
+    parser.add_argument("--listen", default="127.0.0.1:0", help="host:port to listen on")
+    parser.add_argument("--replica-id", required=True)
+    parser.add_argument("--size", default="1")
+    parser.add_argument("--incarnation", type=int, default=0)
+    parser.add_argument("--config", default=None, help="JSON: sizes, spark_conf, log_level")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = json.loads(args.config) if args.config else {}
+    try:
+        size = resolve_size(args.size, config)
+        host, port = _parse_listen(args.listen)
+    except (WeirError, ValueError) as e:
+        print(f"weir replica: {e}", file=sys.stderr)
+        return 2
+    engine = SparkEngine(size, config)
+    replica = Replica(args.replica_id, size, engine, args.incarnation,
+                      peek_threads=int(config.get("peek_threads", 4)))
+    try:
+        asyncio.run(replica.serve(host, port, args.exit_on_stdin_eof))
+    finally:
+        try:
+            engine.stop()
+        except Exception as e:
+            log.warning("stopping Spark: %s", e)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
