@@ -376,7 +376,7 @@ def test_compaction_consolidates_and_removes_files(store: ShardStore) -> None:
     assert contents(shard, upper) == exp
 
 
-def test_compaction_gives_up_when_an_append_lands_first(store: ShardStore, monkeypatch) -> None:
+def test_compaction_rebases_over_a_concurrent_append(store: ShardStore, monkeypatch) -> None:
     shard = store.create_shard("u1", SIMPLE)
     writer = store.open_shard("u1")
     upper = _churn(shard, 6)
@@ -390,15 +390,39 @@ def test_compaction_gives_up_when_an_append_lands_first(store: ShardStore, monke
         return files
 
     monkeypatch.setattr(shard, "_write_files", write_then_race)
-    res = shard.compact(grace_seconds=0)
-    assert res.gave_up and not res.committed
+    res = shard.compact(grace_seconds=3600)
     monkeypatch.undo()
+    assert res.committed and not res.gave_up  # appends only add files: deleting ours is still exact
     assert contents(shard, upper) == expected
     # ...and an append from a handle that has not seen the compaction retries safely.
-    res = shard.compact(grace_seconds=3600)
-    assert res.committed
     writer.compare_and_append(rows((10, "after", upper + 1, 1)), upper + 1, upper + 2, 0)
     assert contents(shard, upper + 1) == expected + Counter({(10, "after"): 1})
+
+
+def test_compaction_gives_up_when_another_compaction_wins(store: ShardStore, monkeypatch) -> None:
+    shard = store.create_shard("u1", SIMPLE)
+    other = store.open_shard("u1")
+    upper = _churn(shard, 8)
+    shard.downgrade_since(6)
+    expected = contents(shard, upper - 1)
+    real_write = shard._write_files
+    won: list = []
+
+    def write_then_race(data):
+        files = real_write(data)
+        won.append(other.compact(grace_seconds=3600))
+        return files
+
+    monkeypatch.setattr(shard, "_write_files", write_then_race)
+    res = shard.compact(grace_seconds=3600)
+    monkeypatch.undo()
+    assert won[0].committed
+    assert res.gave_up and not res.committed
+    assert contents(shard, upper - 1) == expected
+    data_dir = Path(shard.table.location().removeprefix("file://"), "data")
+    live = set(shard.data_files(upper - 1).files)
+    stray = {str(p) for p in data_dir.iterdir()} - live
+    assert len(stray) == 7  # the replaced files (times 0..6), kept for the grace period; ours were deleted
 
 
 def test_metadata_files_do_not_pile_up(tmp_path: Path) -> None:

@@ -502,26 +502,39 @@ class Shard:
             return res  # already compact
         new_files = self._write_files(merged) if merged.num_rows else []
         try:
-            txn = transaction(table)
-            with txn.update_snapshot(snapshot_properties={"weir.compacted-to": str(since)}).overwrite() as ow:
-                for df in old:
-                    ow.delete_data_file(df)
-                for df in new_files:
-                    ow.append_data_file(df)
-            txn.commit_transaction()
-        except CommitFailedException as e:
+            self._commit_rewrite(old, new_files, since)
+        except (CommitFailedException, ValidationException) as e:
             log.info("compaction of %s lost a race (%s); giving up for now", self.shard_id, e)
             self._delete_files(new_files)
             res.gave_up = True
             return res
-        except ValidationException:
-            self._delete_files(new_files)
-            raise
         res.committed = True
         res.files_rewritten = len(old)
         res.files_after = len(all_files) - len(old) + len(new_files)
         res.rows_after = res.rows_before - old_rows + merged.num_rows
         return res
+
+    def _commit_rewrite(self, old: list[DataFile], new: list[DataFile], since: int) -> None:
+        """Replace `old` files by `new` ones, rebasing over appends that land meanwhile.
+
+        Appends only add files, so deleting `old` on top of them is still exact.
+        If some `old` file is gone (another compaction won), pyiceberg raises
+        ValidationException and we give up.
+        """
+        for attempt in range(_MAX_ATTEMPTS):
+            txn = transaction(self._table)
+            with txn.update_snapshot(snapshot_properties={"weir.compacted-to": str(since)}).overwrite() as ow:
+                for df in old:
+                    ow.delete_data_file(df)
+                for df in new:
+                    ow.append_data_file(df)
+            try:
+                txn.commit_transaction()
+                return
+            except CommitFailedException:
+                if attempt == _MAX_ATTEMPTS - 1:
+                    raise
+                self._refresh()
 
     def _read_files(self, files: list[DataFile]) -> pa.Table:
         fs, _ = maintenance.filesystem(self._table.location())
