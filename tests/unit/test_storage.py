@@ -201,8 +201,11 @@ def test_stale_handle_sees_mismatch(store: ShardStore) -> None:
     b = store.open_shard("u1")
     a.compare_and_append(rows((1, "a", 0, 1)), 0, 1, 0)
     with pytest.raises(UpperMismatch) as e:
-        b.compare_and_append(rows((2, "b", 0, 1)), 0, 1, 0)  # b's cached upper is 0
+        # b's cached upper is 0: it writes its file and is refused by the catalog's CAS.
+        b.compare_and_append(rows((2, "b", 0, 1)), 0, 1, 0)
     assert e.value.current == 1
+    data_dir = Path(a.table.location().removeprefix("file://"), "data")
+    assert len(list(data_dir.iterdir())) == 1  # the refused writer removed its file
     b.compare_and_append(rows((2, "b", 1, 1)), 1, 2, 0)
     assert contents(a, 1) == Counter({(1, "a"): 1, (2, "b"): 1})
 

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -151,7 +152,11 @@ class _AssertFrontiers(ValidatableTableRequirement):
 
 
 def _commit(
-    txn_table: Table, props: dict[str, str], req: _AssertFrontiers, files: list[DataFile], expire: list[int] = ()
+    txn_table: Table,
+    props: dict[str, str],
+    req: _AssertFrontiers,
+    files: list[DataFile],
+    expire: Sequence[int] = (),
 ) -> None:
     """One Iceberg commit: property changes, the requirement, (optionally) appended files and
     snapshots to drop (piggybacked so metadata stays small without extra commits)."""
@@ -297,6 +302,7 @@ class Shard:
             if data.num_rows == 0:
                 data = None
         with self._lock:
+            self._precheck(expected_upper, epoch)  # losers of a race usually stop here, before any IO
             files = self._write_files(data) if data is not None else []
             try:
                 return self._append_files(files, expected_upper, new_upper, epoch)
@@ -305,6 +311,17 @@ class Shard:
                 # the files stay for compaction's orphan sweep.
                 self._delete_files(files)
                 raise
+
+    def _precheck(self, expected: int, epoch: int) -> None:
+        f = frontiers_of(self._table.metadata)
+        if f.upper == expected and epoch >= f.epoch:
+            return
+        self._refresh()
+        f = frontiers_of(self._table.metadata)
+        if epoch < f.epoch:
+            raise Fenced(f.epoch, epoch)
+        if f.upper != expected:
+            raise UpperMismatch(f.upper, expected)
 
     def _append_files(self, files: list[DataFile], expected: int, new_upper: int, epoch: int) -> Frontiers:
         fresh = False
@@ -435,7 +452,8 @@ class Shard:
                 SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
                 f"updates from {lower} of shard {self.shard_id} were compacted (since is {f.since})",
             )
-        return from_storage(self._scan(table, lower if lower > 0 else None, upper), self.columns)
+        data = self._scan(table, lower if lower > 0 else None, upper)
+        return from_storage(data.sort_by(TIME_COL) if data.num_rows > 1 else data, self.columns)
 
     def snapshot(self, as_of: int) -> pa.Table:
         """Contents at `as_of`: one row per distinct row, mz_diff = its (positive) count."""

@@ -208,7 +208,9 @@ def _to_storage_col(name: str, arr: pa.ChunkedArray, t: PgType, nullable: bool) 
             out = arr
         elif leaf.stored_as == "long" and leaf.name == "interval":
             try:
-                out = arr.cast(_with_leaf(src, pa.duration("us"))).cast(target) if _leaf_is(src, pa.types.is_duration) else arr.cast(target)
+                if _leaf_is(src, pa.types.is_duration):  # any unit -> microseconds -> int64
+                    arr = arr.cast(_with_leaf(src, pa.duration("us")))
+                out = arr.cast(target)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 out = pa.chunked_array([_map_values(arr.combine_chunks(), _micros, target)], target)
         elif leaf.name == "uuid" and not _leaf_is(src, lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)):
@@ -263,9 +265,6 @@ def from_storage(data: pa.Table, columns: list[Column]) -> pa.Table:
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
 
-
-def empty_user_table(columns: list[Column], with_time: bool = True) -> pa.Table:
-    return user_schema(columns, with_time).empty_table()
 
 
 def time_bounds(data: pa.Table) -> tuple[int, int]:
