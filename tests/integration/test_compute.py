@@ -71,12 +71,14 @@ COLUMNS = [
     {"name": "s", "pg_type": "smallint", "nullable": True},
     {"name": "iv", "pg_type": "interval", "nullable": True},
     {"name": "tags", "pg_type": "text[]", "nullable": True},
+    {"name": "ts", "pg_type": "timestamp", "nullable": True},
+    {"name": "tz", "pg_type": "timestamp with time zone", "nullable": True},
 ]
 
 STORED = pa.schema([
     ("id", pa.int32()), ("name", pa.string()), ("amount", pa.decimal128(10, 2)),
     ("s", pa.int32()), ("iv", pa.int64()), ("tags", pa.list_(pa.string())),
-    ("mz_timestamp", pa.int64()), ("mz_diff", pa.int64()),
+    ("ts", pa.timestamp("us")), ("tz", pa.timestamp("us", "UTC")), ("mz_timestamp", pa.int64()), ("mz_diff", pa.int64()),
 ])
 
 
@@ -87,20 +89,24 @@ def _write(path: Path, rows: list[tuple[Any, ...]]) -> str:
     return str(path)
 
 
+TS = dt.datetime(2024, 2, 29, 12, 30)
+TZ = dt.datetime(2024, 2, 29, 12, 30, tzinfo=dt.UTC)
+
+
 def _files(data: Path) -> list[str]:
     sec = 1_000_000
     return [
         _write(data / "f1.parquet", [
-            (1, "a", D("10.50"), 1, 5 * sec, ["x"], 1, 1),
-            (2, "b", D("20.00"), 2, None, [], 1, 1),
-            (3, "c", None, None, 86400 * sec, None, 1, 1),
+            (1, "a", D("10.50"), 1, 5 * sec, ["x"], TS, TZ, 1, 1),
+            (2, "b", D("20.00"), 2, None, [], None, None, 1, 1),
+            (3, "c", None, None, 86400 * sec, None, None, None, 1, 1),
         ]),
         _write(data / "f2.parquet", [
-            (2, "b", D("20.00"), 2, None, [], 5, -1),
-            (2, "b", D("25.00"), 2, None, [], 5, 1),
-            (4, "d", D("1.00"), 4, sec, ["y", "z"], 5, 2),
+            (2, "b", D("20.00"), 2, None, [], None, None, 5, -1),
+            (2, "b", D("25.00"), 2, None, [], None, None, 5, 1),
+            (4, "d", D("1.00"), 4, sec, ["y", "z"], None, None, 5, 2),
         ]),
-        _write(data / "f3.parquet", [(1, "a", D("10.50"), 1, 5 * sec, ["x"], 9, -1)]),
+        _write(data / "f3.parquet", [(1, "a", D("10.50"), 1, 5 * sec, ["x"], TS, TZ, 9, -1)]),
     ]
 
 
@@ -159,16 +165,21 @@ def test_status_reports_the_replica(env: Env) -> None:
 
 
 def test_peek_consolidates_at_each_as_of(env: Env) -> None:
-    sql = "SELECT id, name, amount, s, iv, tags FROM weir_u1 ORDER BY id"
+    sql = "SELECT id, name, amount, s, iv, tags, ts, tz FROM weir_u1 ORDER BY id"
     assert env.rows(sql, [_input(env, as_of=0)]) == []
     at1 = env.peek(sql, [_input(env, as_of=1)])
     assert at1.schema.field("s").type == pa.int16()
     assert at1.schema.field("iv").type == pa.duration("us")
     assert at1.schema.field("amount").type == pa.decimal128(10, 2)
+    assert at1.schema.field("ts").type == pa.timestamp("us")
+    assert at1.schema.field("tz").type == pa.timestamp("us", "UTC")
+    none = {"ts": None, "tz": None}
     assert at1.to_pylist() == [
-        {"id": 1, "name": "a", "amount": D("10.50"), "s": 1, "iv": dt.timedelta(seconds=5), "tags": ["x"]},
-        {"id": 2, "name": "b", "amount": D("20.00"), "s": 2, "iv": None, "tags": []},
-        {"id": 3, "name": "c", "amount": None, "s": None, "iv": dt.timedelta(days=1), "tags": None},
+        {"id": 1, "name": "a", "amount": D("10.50"), "s": 1, "iv": dt.timedelta(seconds=5),
+         "tags": ["x"], "ts": TS, "tz": TZ},
+        {"id": 2, "name": "b", "amount": D("20.00"), "s": 2, "iv": None, "tags": [], **none},
+        {"id": 3, "name": "c", "amount": None, "s": None, "iv": dt.timedelta(days=1),
+         "tags": None, **none},
     ]
     at5 = [(r["id"], r["amount"]) for r in env.rows(sql, [_input(env, as_of=5)])]
     assert at5 == [(1, D("10.50")), (2, D("25.00")), (3, None), (4, D("1.00")), (4, D("1.00"))]
@@ -277,11 +288,36 @@ def test_unknown_cluster_and_size(env: Env) -> None:
     assert e.value.sqlstate == "22023"
 
 
-def test_kill_9_restarts_with_a_higher_incarnation(env: Env) -> None:
+def test_stop_reading_early(env: Env) -> None:
+    async def go() -> list[dict[str, Any]]:
+        result = await env.ctl.peek("c1", "SELECT id FROM range(300000)", [], 1)
+        async with result:
+            async for _ in result.batches:
+                break
+        again = await env.ctl.peek("c1", "SELECT 2 AS two", [], 1)
+        return (await again.collect()).to_pylist()
+
+    assert env.lt.run(go()) == [{"two": 2}]
+
+
+# Sleeps 100 ms per row; `id * 0` keeps Spark from folding the call away.
+SLOW = ("SELECT sum(id) AS s, count(coalesce(z, 'x')) AS c FROM (SELECT id, "
+        "java_method('java.lang.Thread', 'sleep', id * 0 + 100) AS z FROM range(0, 20, 1, 1))")
+
+
+def test_kill_9_mid_peek_restarts_with_a_higher_incarnation(env: Env) -> None:
     old_pid = env.orch.pid("r1")
     assert old_pid is not None
-    os.kill(old_pid, signal.SIGKILL)
-    # Issued at once: the peek waits for the restarted replica (or is reissued there).
+
+    async def go() -> list[dict[str, Any]]:
+        task = asyncio.create_task(env.ctl.peek("c1", SLOW, [], 1))
+        await asyncio.sleep(1.0)
+        os.kill(old_pid, signal.SIGKILL)
+        # The only replica died mid-peek: the peek is reissued once it is back.
+        result = await task
+        return (await result.collect()).to_pylist()
+
+    assert env.lt.run(go()) == [{"s": 190, "c": 20}]
     assert env.rows("SELECT count(*) AS n FROM weir_u1", [_input(env, as_of=5)]) == [{"n": 5}]
     (status,) = env.ctl.replica_statuses()
     assert status.status == "online" and status.incarnation == 2

@@ -295,8 +295,11 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, stopping: asyncio.Event) -> No
                 pass
         except (OSError, ValueError):
             pass
-        log.info("stdin closed: the orchestrator is gone")
-        loop.call_soon_threadsafe(stopping.set)
+        try:
+            loop.call_soon_threadsafe(stopping.set)
+            log.info("stdin closed: the orchestrator is gone")
+        except RuntimeError:  # the loop already finished: we are exiting anyway
+            pass
 
     threading.Thread(target=wait_eof, name="stdin-watch", daemon=True).start()
 

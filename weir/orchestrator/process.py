@@ -137,7 +137,7 @@ class ProcessOrchestrator:
         await asyncio.shield(m.first_spawn)
 
     async def drop_replica(self, replica_id: str) -> None:
-        """Stop the replica for good: SIGTERM, then SIGKILL after `stop_timeout`."""
+        """Stop the replica for good: SIGTERM, then SIGKILL (its whole group) after `stop_timeout`."""
         m = self._replicas.pop(replica_id, None)
         if m is None:
             return
@@ -243,20 +243,24 @@ class ProcessOrchestrator:
                 log.error("replica %s did not listen within %.0fs", m.replica_id, self.ready_timeout)
                 addr = None
                 self._signal_group(proc, signal.SIGKILL)
-            if addr is not None:
-                drain = asyncio.create_task(self._drain_stdout(m, proc))
-                try:
-                    await m.on_ready(addr[0], addr[1], incarnation)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("replica %s: on_ready failed; restarting it", m.replica_id)
-                    self._signal_group(proc, signal.SIGKILL)
-            code = await proc.wait()
-            self._signal_group(proc, signal.SIGKILL)  # leftovers, e.g. an orphaned JVM
-            if drain is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(drain, 2.0)
+            try:
+                if addr is not None:
+                    drain = asyncio.create_task(self._drain_stdout(m, proc))
+                    try:
+                        await m.on_ready(addr[0], addr[1], incarnation)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("replica %s: on_ready failed; restarting it", m.replica_id)
+                        self._signal_group(proc, signal.SIGKILL)
+                code = await proc.wait()
+                self._signal_group(proc, signal.SIGKILL)  # leftovers, e.g. an orphaned JVM
+                if drain is not None:
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(asyncio.shield(drain), 2.0)
+            finally:
+                if drain is not None:
+                    drain.cancel()
             if m.dropped:
                 return
             m.restarts += 1
@@ -290,9 +294,11 @@ class ProcessOrchestrator:
         if proc is None:
             return
         if proc.returncode is None:
+            # Only the replica: it stops Spark itself, and its JVM exits with it.
             if proc.stdin is not None:
                 proc.stdin.close()
-            self._signal_group(proc, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
             try:
                 await asyncio.wait_for(proc.wait(), self.stop_timeout)
             except TimeoutError:
