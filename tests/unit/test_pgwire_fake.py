@@ -188,6 +188,9 @@ class FakeSession:
             cols = [Column("a", T.INT4), Column("b", T.TEXT)]
             return CopyOut(cols, _batches(self, rows))
         assert stmt.columns is not None
+        m = re.search(r"pg_sleep\(([\d.]+)\)", low)
+        if m:
+            await asyncio.sleep(float(m.group(1)))
         if stmt.param_types:
             return Rows(stmt.columns, _batches(self, [tuple(params)]))
         if low == "select 1":
@@ -204,9 +207,7 @@ class FakeSession:
         m = re.search(r"generate_series\(\s*1\s*,\s*(\d+)\s*\)", low)
         if m:
             return Rows(stmt.columns, _batches(self, [(i,) for i in range(1, int(m.group(1)) + 1)]))
-        m = re.match(r"select pg_sleep\(([\d.]+)\)", low)
-        if m:
-            await asyncio.sleep(float(m.group(1)))
+        if low.startswith("select pg_sleep"):
             return Rows(stmt.columns, _batches(self, [("",)]))
         m = re.match(r"select slow_rows\((\d+)\)", low)
         if m:
@@ -314,6 +315,35 @@ class ServerThread:
 
 
 
+
+
+def _serve_in_child(pipe: Any, kwargs: dict[str, Any]) -> None:
+    s = ServerThread(FakeCoordinator(), **kwargs)
+    pipe.send(s.port)
+    pipe.recv()
+    s.stop()
+
+
+class ServerProcess:
+    """A PgServer with the fake adapter in a child process: needed when a client
+    blocks while holding the GIL (psycopg's legacy conn.cancel() does)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("spawn")
+        self.pipe, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_serve_in_child, args=(child, kwargs), daemon=True)
+        self.proc.start()
+        self.port: int = self.pipe.recv()
+
+    dsn = ServerThread.dsn
+
+    def stop(self) -> None:
+        self.pipe.send("stop")
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
 
 
 class RawClient:

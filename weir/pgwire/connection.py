@@ -180,15 +180,16 @@ class PgConnection(asyncio.Protocol):
     def flush(self) -> None:
         """Hand the output buffer to the transport (no waiting)."""
         if self.out:
-            if not self.closed and self.transport is not None:
-                self.transport.write(bytes(self.out))
+            transport = self.transport
+            if not self.closed and transport is not None and not transport.is_closing():
+                transport.write(bytes(self.out))
                 self.server._metric("bytes_sent", len(self.out))
             self.out.clear()
 
     async def flush_and_drain(self) -> None:
         """Flush and wait while the client is slow to read (backpressure)."""
         self.flush()
-        if self.closed:
+        if self.closed or self.transport is None or self.transport.is_closing():
             raise ConnectionLost("client closed the connection")
         while self._write_paused and not self.closed:
             self._drain_waiter = self.loop.create_future()
