@@ -73,6 +73,9 @@ class PgServer:
                     conn.abort()
             if pending:
                 await asyncio.wait(pending, timeout=grace)
+        for conn in conns:  # clients that stopped reading: don't wait on their buffers
+            if conn.transport is not None and conn.transport.get_write_buffer_size():
+                conn.abort()
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
