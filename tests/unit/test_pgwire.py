@@ -23,7 +23,7 @@ from weir import types as T
 from weir.adapter.api import Column, Notice
 from weir.errors import WeirError
 from weir.pgwire import messages as m
-from weir.pgwire.query import resolve_formats
+from weir.pgwire.portals import resolve_formats
 
 
 def test_error_response_fields_in_pg_order() -> None:

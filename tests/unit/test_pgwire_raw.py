@@ -520,3 +520,13 @@ def test_client_vanishes_mid_query(srv: ServerThread) -> None:
         time.sleep(0.02)
     assert sess.closed
     _still_serving(srv)
+
+
+def test_describe_copy_portal_after_execute_is_no_data(client: RawClient) -> None:
+    client.send(client.query("BEGIN"))
+    client.until()
+    client.send(client.parse("", "COPY t TO STDOUT"), client.bind("cp", ""),
+                client.execute("cp"), client.describe("P", "cp"), client.sync())
+    assert types_of(client.until()) == "12HdddcCnZ"
+    client.send(client.query("COMMIT"))
+    client.until()

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from weir import codec
 from weir.adapter.api import (
-    Column,
     Command,
     CopyOut,
     EmptyQuery,
-    ExecuteResult,
     PreparedStatement,
     Rows,
     Session,
@@ -30,6 +27,15 @@ from weir.adapter.api import (
 from weir.errors import SqlState, WeirError, query_canceled
 from weir.pgwire import messages as m
 from weir.pgwire.connection import FLUSH_THRESHOLD, ConnectionLost, PgConnection
+from weir.pgwire.portals import (
+    Portal,
+    RowStream,
+    cannot_run,
+    close_iter,
+    decode_param,
+    encoders_for,
+    resolve_formats,
+)
 from weir.types import PgType
 
 log = logging.getLogger("weir.pgwire")
@@ -43,66 +49,6 @@ _EXTENDED = frozenset((_P, _B, _E, _D, _C, _H))
 
 class _StepFailed(Exception):
     """An error was already reported for this message."""
-
-
-def resolve_formats(codes: list[int], ncols: int) -> list[int]:
-    """PostgreSQL's rule: no codes = all text, one code = all columns, else one per column."""
-    if not codes:
-        return [0] * ncols
-    if len(codes) == 1:
-        return codes * ncols
-    if len(codes) == ncols:
-        return list(codes)
-    raise m.protocol_violation(
-        f"bind message has {len(codes)} result formats but query has {ncols} columns"
-    )
-
-
-def encoders_for(columns: list[Column], formats: list[int]) -> list[tuple[m.Encoder, Any]]:
-    return [
-        (codec.encode_binary if f else codec.encode_text, c.type)
-        for c, f in zip(columns, formats, strict=True)
-    ]
-
-
-@dataclass
-class RowStream:
-    """Rows left to send from a Rows result (a portal can stop and resume)."""
-
-    batches: AsyncIterator[list[tuple[Any, ...]]]
-    encoders: list[tuple[m.Encoder, Any]]
-    pending: list[tuple[Any, ...]] = field(default_factory=list)
-    pos: int = 0
-    exhausted: bool = False
-
-
-@dataclass
-class Portal:
-    name: str
-    stmt: PreparedStatement
-    params: list[Any]
-    format_codes: list[int]
-    result: ExecuteResult | None = None
-    rows: RowStream | None = None
-    done: bool = False  # a Command/COPY portal that already ran
-    failed: bool = False
-
-    def columns(self) -> list[Column] | None:
-        if isinstance(self.result, (Rows, CopyOut)):
-            return self.result.columns
-        if isinstance(self.result, (Command, EmptyQuery)):
-            return None
-        return self.stmt.columns
-
-
-async def _close_iter(it: object) -> None:
-    aclose = getattr(it, "aclose", None)
-    if aclose is None:
-        return
-    try:
-        await aclose()
-    except Exception:
-        log.debug("pgwire: error closing a result iterator", exc_info=True)
 
 
 class QueryHandler:
@@ -158,8 +104,9 @@ class QueryHandler:
                         self.ignore_till_sync = True
                     elif typ in (_Q, _F):
                         await self.ready_for_query()
-                if self.fatal is not None:
-                    raise self.fatal
+                if self.fatal is not None:  # already reported; just hang up
+                    await conn.flush_and_drain()
+                    return
                 if len(self.out) >= FLUSH_THRESHOLD:
                     await conn.flush_and_drain()
         finally:
@@ -186,6 +133,8 @@ class QueryHandler:
             m.parameter_status(self.out, name, value)
 
     async def ready_for_query(self) -> None:
+        if self.fatal is not None:
+            return
         m.ready_for_query(self.out, self.session.transaction_status)
         await self.conn.flush_and_drain()
 
@@ -278,7 +227,7 @@ class QueryHandler:
             try:
                 _, count = await self.send_rows(stream, 0)
             finally:
-                await _close_iter(result.batches)
+                await close_iter(result.batches)
             self.send_notices()
             m.command_complete(out, result.tag(count))
         elif isinstance(result, CopyOut):
@@ -356,7 +305,7 @@ class QueryHandler:
                         await conn.flush_and_drain()
                 count += len(batch)
         finally:
-            await _close_iter(batches)
+            await close_iter(batches)
         out += m.COPY_DONE
         self.send_notices()
         m.command_complete(out, result.tag(count))
@@ -443,7 +392,7 @@ class QueryHandler:
                 )
         fmts = resolve_formats(param_formats, nparams)
         params = [
-            _decode_param(value, fmt, t, i)
+            decode_param(value, fmt, t, i)
             for i, (value, fmt, t) in enumerate(zip(raw, fmts, stmt.param_types, strict=True))
         ]
         if stmt.columns is not None:
@@ -491,7 +440,7 @@ class QueryHandler:
     async def _execute_portal(self, portal: Portal, limit: int) -> None:
         out = self.out
         if portal.failed:
-            raise _cannot_run(portal)
+            raise cannot_run(portal)
         try:
             if portal.result is None:
                 if portal.stmt.plan is _EMPTY_PLAN:
@@ -517,7 +466,7 @@ class QueryHandler:
             elif isinstance(result, EmptyQuery):
                 out += m.EMPTY_QUERY
             elif portal.done:
-                raise _cannot_run(portal)
+                raise cannot_run(portal)
             elif isinstance(result, Command):
                 portal.done = True
                 m.command_complete(out, result.tag)
@@ -563,37 +512,8 @@ class QueryHandler:
     async def drop_portal(self, name: str) -> None:
         portal = self.portals.pop(name, None)
         if portal is not None and isinstance(portal.result, (Rows, CopyOut)):
-            await _close_iter(portal.result.batches)
+            await close_iter(portal.result.batches)
 
     async def drop_all_portals(self) -> None:
         for name in list(self.portals):
             await self.drop_portal(name)
-
-
-def _cannot_run(portal: Portal) -> WeirError:
-    return WeirError(
-        SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, f'portal "{portal.name}" cannot be run'
-    )
-
-
-def _decode_param(value: bytes | None, fmt: int, t: PgType, index: int) -> Any:
-    """Bind parameter bytes -> Python value; codec failures become PostgreSQL's errors."""
-    if value is None:
-        return None
-    try:
-        if fmt:
-            return codec.decode_binary(value, t)
-        return codec.decode_text(value, t)
-    except WeirError:
-        raise
-    except Exception:
-        if fmt:
-            raise WeirError(
-                SqlState.INVALID_BINARY_REPRESENTATION,
-                f"incorrect binary data format in bind parameter {index + 1}",
-            ) from None
-        text = value.decode(errors="replace")
-        raise WeirError(
-            SqlState.INVALID_TEXT_REPRESENTATION,
-            f'invalid input syntax for type {t.name}: "{text}"',
-        ) from None
