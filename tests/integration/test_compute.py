@@ -327,3 +327,21 @@ def test_kill_9_mid_peek_restarts_with_a_higher_incarnation(env: Env) -> None:
     (proc,) = env.orch.processes()
     assert (proc.restarts, proc.last_exit_reason) == (1, "killed by signal SIGKILL")
     assert _group_gone(old_pid)  # its JVM went with it
+
+
+def test_out_of_memory_restarts_the_replica(env: Env) -> None:
+    """The JVM exits on OOM (ExitOnOutOfMemoryError); the replica follows and is restarted."""
+    sql = ("SELECT count(*) FROM (SELECT collect_list(repeat('x', 1000000)) AS l "
+           "FROM range(3000)) WHERE size(l) > 0")
+    before = env.ctl.replica_statuses()[0].incarnation or 0
+    env.ctl.peek_attempts = 1
+    try:
+        with pytest.raises(WeirError) as e:
+            env.peek(sql, [])
+    finally:
+        env.ctl.peek_attempts = 2
+    assert (e.value.sqlstate, e.value.detail) == ("53200", "1 attempts. Replica states: r1: oom-killed.")
+    (proc,) = env.orch.processes()
+    assert proc.last_exit_reason == "oom-killed"
+    assert env.rows("SELECT 3 AS three", []) == [{"three": 3}]
+    assert env.ctl.replica_statuses()[0].incarnation == before + 1

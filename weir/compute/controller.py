@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from weir.compute import protocol as P
+from weir.compute.errors import OUT_OF_MEMORY
 from weir.compute.sizes import resolve_size
 from weir.errors import SqlState, WeirError
 
@@ -292,7 +293,7 @@ async def _maybe_await(value: Any) -> Any:
 
 
 class ComputeController:
-    def __init__(self, orchestrator: Orchestrator, *, ready_timeout: float = 60.0, peek_attempts: int = 3,
+    def __init__(self, orchestrator: Orchestrator, *, ready_timeout: float = 60.0, peek_attempts: int = 2,
                  connect_timeout: float = 30.0) -> None:
         self.orchestrator = orchestrator
         self.ready_timeout = ready_timeout
@@ -462,9 +463,7 @@ class ComputeController:
                 stream = _BatchStream(self, cluster_id, body, peek_id, conn, queue, schema, attempt)
                 return PeekResult(schema, stream, conn.replica.replica_id)
             if attempt >= self.peek_attempts:
-                raise WeirError(SqlState.INTERNAL_ERROR,
-                                f"every replica of cluster '{cluster_id}' failed while running "
-                                f"this query ({attempt} attempts)")
+                raise await self._all_failed(cluster_id, "running this query", attempt)
             attempt += 1
 
     async def _issue(self, cluster_id: str, peek_id: str, body: dict[str, Any]
@@ -514,6 +513,18 @@ class ComputeController:
             if msg.body.get("status") != "ok":
                 raise _weir_error(msg.body.get("error"))
             return P.schema_from_ipc(msg.attachments[0])
-        raise WeirError(SqlState.INTERNAL_ERROR,
-                        f"every replica of cluster '{cluster_id}' failed while describing a query")
+        raise await self._all_failed(cluster_id, "describing this query", self.peek_attempts)
+
+    async def _all_failed(self, cluster_id: str, doing: str, attempts: int) -> WeirError:
+        """The error for a query that outlived its replicas, saying how they ended."""
+        replicas = [r for r in self._replicas.values() if r.cluster_id == cluster_id]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 2.0  # let the orchestrator see the exits (e.g. oom-killed)
+        while loop.time() < deadline and any(r.alive and r.conn is None for r in replicas):
+            await asyncio.sleep(0.1)
+        states = ", ".join(f"{r.replica_id}: {r.reason or 'online'}" for r in replicas)
+        oom = any(r.reason == "oom-killed" for r in replicas)
+        return WeirError(OUT_OF_MEMORY if oom else SqlState.INTERNAL_ERROR,
+                         f"every replica of cluster '{cluster_id}' failed while {doing}",
+                         detail=f"{attempts} attempts. Replica states: {states}.")
 

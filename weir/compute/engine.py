@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -70,6 +71,8 @@ def spark_conf(size: ReplicaSize, config: Mapping[str, Any] | None = None) -> di
         "spark.ui.enabled": "true",
         "spark.ui.port": "0",
         "spark.ui.showConsoleProgress": "false",
+        # A JVM out of memory is unusable: let it die so the replica restarts (oom-killed).
+        "spark.driver.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError",
         "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), f"weir-spark-{os.getpid()}"),
     }
     if size.is_local:
@@ -78,6 +81,20 @@ def spark_conf(size: ReplicaSize, config: Mapping[str, Any] | None = None) -> di
     conf.update(size.spark_conf)
     conf.update({str(k): str(v) for k, v in ((config or {}).get("spark_conf") or {}).items()})
     return conf
+
+
+def _is_gateway_failure(exc: BaseException) -> bool:
+    from py4j.protocol import Py4JNetworkError
+
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, (Py4JNetworkError, ConnectionRefusedError, ConnectionResetError,
+                          BrokenPipeError)):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 class SparkEngine:
@@ -91,18 +108,30 @@ class SparkEngine:
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.sc = self.spark.sparkContext
+        self.ui_url: str | None = self.sc.uiWebUrl  # asked once: heartbeats must not need the JVM
+        self.version = str(self.spark.version)
         self.sc.setLogLevel(str((config or {}).get("log_level", "WARN")))
         # PySpark logs every SQL error with a JVM stack; we report them ourselves.
         for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
-    @property
-    def ui_url(self) -> str | None:
-        return self.sc.uiWebUrl
+    def jvm_gone(self, exc: BaseException | None = None, wait: float = 2.0) -> bool:
+        """Whether the JVM died (an error from py4j's socket is how a peek learns it)."""
+        if self.jvm_exit_code() is not None:
+            return True
+        if exc is None or not _is_gateway_failure(exc):
+            return False
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.jvm_exit_code() is not None:
+                return True
+            time.sleep(0.05)
+        return True  # the gateway socket is broken even if the process lingers
 
-    @property
-    def version(self) -> str:
-        return str(self.spark.version)
+    def jvm_exit_code(self) -> int | None:
+        """The Spark driver JVM's exit code once it has died (e.g. out of memory), else None."""
+        proc = getattr(getattr(self.sc, "_gateway", None), "proc", None)
+        return proc.poll() if proc is not None else None
 
     def stop(self) -> None:
         self.spark.stop()

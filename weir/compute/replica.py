@@ -36,6 +36,7 @@ log = logging.getLogger("weir.compute.replica")
 
 HEARTBEAT_INTERVAL = 1.0
 CANCEL_RETRY_INTERVAL = 0.2
+JVM_DIED_EXIT_CODE = 3
 
 
 @dataclass
@@ -70,6 +71,7 @@ class Replica:
         self.conn: _Connection | None = None
         self.heartbeat = 0
         self.stopping = asyncio.Event()
+        self.exit_code = 0
 
     # -- connections ------------------------------------------------------
 
@@ -185,6 +187,10 @@ class Replica:
                     list(body.get("inputs") or []), body.get("timestamp"))
             except Exception as e:
                 peek.done.set()
+                if await loop.run_in_executor(self.cancel_pool, self.engine.jvm_gone, e):
+                    # Not the query's answer: the controller retries on another replica / life.
+                    self._fatal("the Spark JVM died while running peek " + peek_id)
+                    return
                 if peek.canceled:
                     await conn.out.send({"type": P.PEEK_RESPONSE, "peek_id": peek_id,
                                          "status": "canceled"})
@@ -237,9 +243,18 @@ class Replica:
 
     # -- lifecycle --------------------------------------------------------
 
+    def _fatal(self, why: str) -> None:
+        log.error("%s; stopping the replica", why)
+        self.exit_code = JVM_DIED_EXIT_CODE
+        self.stopping.set()
+
     async def heartbeats(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_INTERVAL)
+            code = self.engine.jvm_exit_code()
+            if code is not None:
+                self._fatal(f"the Spark JVM exited with code {code}")
+                return
             conn = self.conn
             if conn is None or conn.out.closed:
                 continue
@@ -252,6 +267,8 @@ class Replica:
                     "uptime_s": round(time.monotonic() - self.started, 3)})
             except (ConnectionError, RuntimeError):
                 pass
+            except Exception:
+                log.exception("heartbeat failed")
 
     async def serve(self, host: str, port: int, exit_on_stdin_eof: bool = False) -> None:
         server = await asyncio.start_server(self.on_connection, host, port)
@@ -333,10 +350,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         asyncio.run(replica.serve(host, port, args.exit_on_stdin_eof))
     finally:
-        try:
-            engine.stop()
-        except Exception as e:
-            log.warning("stopping Spark: %s", e)
+        if replica.exit_code == 0:
+            try:
+                engine.stop()
+            except Exception as e:
+                log.warning("stopping Spark: %s", e)
+    if replica.exit_code:
+        # py4j's threads would keep a process whose JVM is gone from exiting.
+        logging.shutdown()
+        os._exit(replica.exit_code)
     return 0
 
 
