@@ -116,17 +116,20 @@ class SparkEngine:
             logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
     def jvm_gone(self, exc: BaseException | None = None, wait: float = 2.0) -> bool:
-        """Whether the JVM died (an error from py4j's socket is how a peek learns it)."""
+        """Whether the JVM died (a socket error from py4j is how a peek learns it)."""
         if self.jvm_exit_code() is not None:
             return True
         if exc is None or not _is_gateway_failure(exc):
             return False
+        try:  # a reset result socket alone (e.g. a canceled collect) is not a dead JVM
+            self.spark._jvm.java.lang.System.currentTimeMillis()
+            return False
+        except Exception:
+            pass
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if self.jvm_exit_code() is not None:
-                return True
+        while time.monotonic() < deadline and self.jvm_exit_code() is None:
             time.sleep(0.05)
-        return True  # the gateway socket is broken even if the process lingers
+        return True  # the gateway does not answer even if the process lingers
 
     def jvm_exit_code(self) -> int | None:
         """The Spark driver JVM's exit code once it has died (e.g. out of memory), else None."""

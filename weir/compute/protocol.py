@@ -148,7 +148,7 @@ def encode_message(body: dict[str, Any], attachments: Sequence[bytes] = ()) -> b
     """The frames of one message: its JSON frame then its Arrow frames."""
     if not isinstance(body.get("type"), str):
         raise ValueError("a message needs a string 'type'")
-    if attachments:
+    if attachments or "attachments" in body:
         body = {**body, "attachments": len(attachments)}
     out = [encode_frame(KIND_JSON, json.dumps(body, separators=(",", ":")).encode())]
     out.extend(encode_frame(KIND_ARROW, bytes(a)) for a in attachments)
