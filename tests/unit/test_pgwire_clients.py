@@ -157,7 +157,7 @@ def test_psycopg_many_round_trips_fast(conn: psycopg.Connection[Any]) -> None:
     for i in range(n):
         conn.execute("SELECT %s::int", (i,))
     rate = n / (time.perf_counter() - t0)
-    assert rate > 500, rate
+    assert rate > 300, rate  # same process as the server; ~3-5k/s when unloaded
 
 
 # ---- asyncpg ------------------------------------------------------------------------------

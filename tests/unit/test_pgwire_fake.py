@@ -276,6 +276,10 @@ class FakeCoordinator:
             )
         self.opened.append((user, database, dict(params)))
         session = FakeSession(self, user, database, params)
+        if database == "nodb":
+            session.notices.append(
+                Notice("3D000", f'session database "{database}" does not exist', "WARNING")
+            )
         self.sessions[session.connection_id] = session
         return session
 

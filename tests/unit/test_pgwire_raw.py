@@ -530,3 +530,11 @@ def test_describe_copy_portal_after_execute_is_no_data(client: RawClient) -> Non
     assert types_of(client.until()) == "12HdddcCnZ"
     client.send(client.query("COMMIT"))
     client.until()
+
+
+def test_startup_notice_before_ready(srv: ServerThread) -> None:
+    c = RawClient(srv.port)
+    msgs = c.startup(database="nodb")
+    assert types_of(msgs)[-3:] == "KNZ"
+    assert error_fields(msgs[-2][1])["M"] == 'session database "nodb" does not exist'
+    c.close()

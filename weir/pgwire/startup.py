@@ -113,6 +113,8 @@ async def startup(conn: PgConnection) -> Session | None:
     for name, value in session.parameter_statuses().items():
         m.parameter_status(out, name, value)
     m.backend_key_data(out, session.connection_id, session.secret_key)
+    for notice in session.take_notices():  # e.g. WARNING: database does not exist
+        m.notice_response(out, notice)
     m.ready_for_query(out, session.transaction_status)
     await conn.flush_and_drain()
     return session
