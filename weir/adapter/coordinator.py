@@ -89,10 +89,10 @@ class Coordinator(api.Coordinator):
             await self.storage.ensure_collection(b.id, [(name, t, True) for name, t in b.columns])
         await self.storage.replay_wal()
         await self._cleanup_orphan_shards(store, {i.id for i in tables})
-        await self._open_builtins()
         self.storage.start()
+        await self._open_builtins()
         self.orchestrator = ProcessOrchestrator(log_dir=data / "logs")
-        self.compute = ComputeController(self.orchestrator, sizes=self.config.replica_sizes or None)
+        self.compute = ComputeController(self.orchestrator)
         for replica in self.catalog.list_replicas():
             await self._start_replica(replica)
 
@@ -102,7 +102,8 @@ class Coordinator(api.Coordinator):
         def incarnation() -> int:
             return self.catalog.bump_incarnation(rid)
 
-        await self.compute.add_replica(replica.cluster_id, rid, replica.size, incarnation)
+        await self.compute.add_replica(replica.cluster_id, rid, replica.size, incarnation,
+                                       config={"sizes": self.config.replica_sizes} if self.config.replica_sizes else None)
 
     async def stop(self) -> None:
         for s in list(self.sessions.values()):
@@ -185,7 +186,7 @@ class Coordinator(api.Coordinator):
         return cluster
 
     def ready_replica_ids(self) -> list[str]:
-        return [s["replica_id"] for s in self.compute.replica_statuses() if s.get("status") == "online"]
+        return [s.replica_id for s in self.compute.replica_statuses() if s.status == "online"]
 
     def system_var(self, name: str) -> str:
         value = self.catalog.get_system_var(name)

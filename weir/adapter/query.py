@@ -51,6 +51,8 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
         if name is None or name.startswith("_weir_c"):
             name = f.name
         t = T.from_arrow(f.type)
+        if name == "mz_now" and pa.types.is_integer(f.type):
+            t = T.MZ_TIMESTAMP
         hint = hints.get(f.name) or hints.get(name)
         if hint is not None and hint.arrow.equals(f.type):
             t = hint
@@ -62,8 +64,8 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
 
 def plan_peek(session: Session, expr: exp.Expression, ts: int | None) -> PeekPlan:
     resolved = resolve(expr, session.coord.resolver(session))
+    names = name_outputs(resolved.expr)
     body = substitute_session_functions(resolved.expr, session.context(ts))
-    names = name_outputs(body)
     cluster = session.coord.current_cluster(session)
     return PeekPlan(to_spark(body), resolved.inputs, names, cluster.id)
 
@@ -72,7 +74,7 @@ async def describe(session: Session, expr: exp.Expression, param_types: list[PgT
     bound = bind_params(expr, [None] * len(param_types), param_types)
     if constant.is_constant(bound):
         try:
-            names, types, _ = constant.evaluate(substitute_session_functions(bound, session.context(0)))
+            names, types, _ = constant.evaluate(bound, session.context(0))
             return [api.Column(n, t) for n, t in zip(names, types, strict=True)]
         except constant.NotConstant:
             pass
@@ -127,7 +129,7 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
     if constant.is_constant(bound):
         try:
             ts = coord.oracle.read_ts()
-            names, types, rows = constant.evaluate(substitute_session_functions(bound, session.context(ts)))
+            names, types, rows = constant.evaluate(bound, session.context(ts))
             cols = [api.Column(n, t) for n, t in zip(names, types, strict=True)]
             return api.Rows(cols, _once(rows), tag_prefix)
         except constant.NotConstant:
@@ -136,8 +138,8 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
     ts = choose_timestamp(session, resolved.inputs)
     hold = coord.storage.acquire_read_hold(list(resolved.inputs), ts)
     try:
+        names = name_outputs(resolved.expr)
         body = substitute_session_functions(resolved.expr, session.context(ts))
-        names = name_outputs(body)
         cluster = coord.current_cluster(session)
         inputs = []
         for sid, desc in resolved.inputs.items():

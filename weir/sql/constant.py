@@ -12,7 +12,12 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.errors import SqlState, WeirError
-from weir.sql.render import name_outputs, pg_type_of_datatype
+from weir.sql.render import (
+    SessionContext,
+    name_outputs,
+    pg_type_of_datatype,
+    substitute_session_functions,
+)
 from weir.types import PgType
 
 
@@ -32,8 +37,10 @@ def is_constant(expr: exp.Expression) -> bool:
                         for n in expr.walk()))
 
 
-def evaluate(expr: exp.Expression) -> tuple[list[str], list[PgType], list[tuple[Any, ...]]]:
-    """Returns (column names, types, rows) of a constant SELECT."""
+def evaluate(expr: exp.Expression, ctx: SessionContext | None = None
+             ) -> tuple[list[str], list[PgType], list[tuple[Any, ...]]]:
+    """Returns (column names, types, rows) of a constant SELECT; session functions are
+    evaluated with `ctx`."""
     if not is_constant(expr):
         raise NotConstant
     for key in ("where", "group", "having", "order", "limit", "offset", "distinct"):
@@ -41,12 +48,30 @@ def evaluate(expr: exp.Expression) -> tuple[list[str], list[PgType], list[tuple[
             raise NotConstant
     expr = expr.copy()
     names = name_outputs(expr)
+    if ctx is not None:
+        expr = _mz_now(expr, ctx)
+        expr = substitute_session_functions(expr, ctx)
     values = []
     for p in expr.expressions:
         if isinstance(p, exp.Alias):
             p = p.this
         values.append(_eval(p))
     return [n or "?column?" for n in names], [t for _, t in values], [tuple(v for v, _ in values)]
+
+
+class _MzNow(exp.Expression):
+    """mz_now() bound to the statement's timestamp, typed mz_timestamp."""
+
+    arg_types = {"this": True}
+
+
+def _mz_now(expr: exp.Expression, ctx: SessionContext) -> exp.Expression:
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Anonymous) and node.name.lower() == "mz_now" and ctx.timestamp is not None:
+            return _MzNow(this=exp.Literal.number(ctx.timestamp))
+        return node
+
+    return expr.transform(visit)
 
 
 def _int_type(v: int) -> PgType:
@@ -60,6 +85,8 @@ def _int_type(v: int) -> PgType:
 def _eval(e: exp.Expression) -> Value:
     if isinstance(e, exp.Paren):
         return _eval(e.this)
+    if isinstance(e, _MzNow):
+        return int(e.this.this), T.MZ_TIMESTAMP
     if isinstance(e, exp.Literal):
         if e.is_string:
             return e.this, T.TEXT
