@@ -20,8 +20,63 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 _DIALECT = Postgres()
 
 
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")
+
+
+def pad_params(sql: str) -> str:
+    """Put spaces around $n parameters outside literals: sqlglot's tokenizer mistakes
+    `$1,$2` for the start of a dollar-quoted string."""
+    if "$" not in sql:
+        return sql
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in ("'", '"'):
+            j = i + 1
+            while j < n:
+                if sql[j] == ch:
+                    if j + 1 < n and sql[j + 1] == ch:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            out.append(sql[i:j + 1])
+            i = j + 1
+        elif sql.startswith("--", i):
+            j = sql.find("\n", i)
+            j = n if j < 0 else j
+            out.append(sql[i:j])
+            i = j
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(sql[i:j])
+            i = j
+        elif ch == "$":
+            m = re.match(r"\$(\d+)", sql[i:])
+            if m and not (i > 0 and (sql[i - 1].isalnum() or sql[i - 1] == "_")):
+                out.append(f" {m.group(0)} ")
+                i += len(m.group(0))
+                continue
+            tag = _DOLLAR_TAG.match(sql, i)
+            if tag:
+                end = sql.find(tag.group(0), tag.end())
+                end = n if end < 0 else end + len(tag.group(0))
+                out.append(sql[i:end])
+                i = end
+            else:
+                out.append(ch)
+                i += 1
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
 def split(sql: str) -> list[str]:
     """Split a simple-query string into statements on top-level semicolons."""
+    sql = pad_params(sql)
     try:
         tokens = _DIALECT.tokenize(sql)
     except TokenError as e:
@@ -111,6 +166,7 @@ def parse_one(sql: str) -> st.Statement:
 
 
 def _parse_statement(text: str) -> st.Statement:
+    text = pad_params(text)
     head = text.lstrip("( \t\r\n").split(None, 1)[0].upper().rstrip(";") if text.strip() else ""
     special = _parse_special(text, head)
     if special is not None:

@@ -170,7 +170,11 @@ def literal(value: Any, t: PgType) -> exp.Expression:
                         to=exp.DataType.build("TIMESTAMP", dialect="spark"))
     if t.oid == T.INTERVAL.oid:
         micros = int(value / dt.timedelta(microseconds=1)) if isinstance(value, dt.timedelta) else int(value)
-        return exp.Anonymous(this="weir_interval_micros", expressions=[exp.Literal.number(micros)])
+        days, rem = divmod(micros, 86_400_000_000)
+        secs = f"{rem // 1_000_000}.{rem % 1_000_000:06d}"
+        return exp.Anonymous(this="make_dt_interval", expressions=[
+            exp.Literal.number(days), exp.Literal.number(0), exp.Literal.number(0),
+            exp.Cast(this=exp.Literal.string(secs), to=exp.DataType.build("DECIMAL(18,6)"))])
     if t.oid == T.BYTEA.oid:
         return exp.HexString(this=bytes(value).hex())
     if t.oid == T.UUID.oid:
