@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def serve(args: argparse.Namespace) -> int:
     from weir.adapter.coordinator import Coordinator, ServerConfig
+    from weir.http import metrics
     from weir.http.server import HttpServer
     from weir.pgwire.server import PgServer
 
@@ -64,9 +65,11 @@ async def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await coord.start()
-    pg = PgServer(coord, config.host, config.sql_port, tls=tls)
+    metrics.bind(coord)
+    pg = PgServer(coord, config.host, config.sql_port, tls=tls, metrics=metrics.pgwire_metric)
     await pg.start()
-    http = HttpServer(config.host, config.http_port, lambda: {"status": "ok"})
+    http = HttpServer(config.host, config.http_port, lambda: {
+        "status": "ok", "sessions": len(coord.sessions), "replicas_online": coord.ready_replica_ids()})
     await http.start()
     log.info("weir is ready: SQL on %s:%d (psql -h %s -p %d -U materialize materialize), HTTP on %d",
              config.host, pg.port, config.host, pg.port, http.port)

@@ -27,10 +27,12 @@ class WeirServer:
         self.extra_args = extra_args or []
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = data_dir.parent / f"{data_dir.name}-server.log"
+        self.password: str | None = None
 
     @property
     def dsn(self) -> str:
-        return f"host=127.0.0.1 port={self.sql_port} user=materialize dbname=materialize"
+        pw = f" password='{self.password}'" if self.password else ""
+        return f"host=127.0.0.1 port={self.sql_port} user=materialize dbname=materialize{pw}"
 
     def start(self, *, wait_for_replica: bool = True, timeout: float = 180) -> WeirServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -61,9 +63,17 @@ class WeirServer:
         except OSError:
             return ""
 
+    def replica_pids(self) -> list[int]:
+        if self.proc is None:
+            return []
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid), "-f", "weir.compute.replica"],
+                             capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()]
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int | None:
         if self.proc is None:
             return None
+        self._replicas = self.replica_pids()
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
             try:
@@ -78,14 +88,21 @@ class WeirServer:
         self.stop(signal.SIGKILL)
 
     def _kill_replicas(self) -> None:
-        """After kill -9 of the server its replica processes are orphans: end them."""
-        out = subprocess.run(["pgrep", "-f", f"weir.compute.replica.*{self.data_dir}"],
-                             capture_output=True, text=True)
-        for pid in out.stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
+        """After kill -9 of the server its replicas exit on their own (stdin closes); make
+        sure of it so no JVM outlives a test."""
+        deadline = time.time() + 10
+        for pid in getattr(self, "_replicas", []):
+            while time.time() < deadline:
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.2)
+            else:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
 
     def connect(self, **kw: object) -> psycopg.Connection:
         return psycopg.connect(self.dsn, autocommit=True, **kw)  # type: ignore[arg-type]
