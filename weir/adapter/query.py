@@ -15,7 +15,14 @@ from weir import types as T
 from weir.adapter import api
 from weir.errors import SqlState, WeirError
 from weir.sql import constant
-from weir.sql.render import bind_params, name_outputs, substitute_session_functions, to_spark
+from weir.sql.render import (
+    bind_params,
+    fold_typed_literals,
+    name_outputs,
+    substitute_session_functions,
+    to_spark,
+    typed_division,
+)
 from weir.sql.resolve import RelationDesc, resolve
 from weir.types import PgType
 
@@ -62,10 +69,15 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
     return cols
 
 
+def _spark_schema(inputs: dict[str, RelationDesc]) -> dict[str, dict[str, str]]:
+    return {d.spark_name: {c.name: c.type.spark_ddl for c in d.columns} for d in inputs.values()}
+
+
 def plan_peek(session: Session, expr: exp.Expression, ts: int | None) -> PeekPlan:
-    resolved = resolve(expr, session.coord.resolver(session))
+    resolved = resolve(fold_typed_literals(expr), session.coord.resolver(session))
     names = name_outputs(resolved.expr)
     body = substitute_session_functions(resolved.expr, session.context(ts))
+    body = typed_division(body, _spark_schema(resolved.inputs))
     cluster = session.coord.current_cluster(session)
     return PeekPlan(to_spark(body), resolved.inputs, names, cluster.id)
 
@@ -134,12 +146,13 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
             return api.Rows(cols, _once(rows), tag_prefix)
         except constant.NotConstant:
             pass
-    resolved = resolve(bound, coord.resolver(session))
+    resolved = resolve(fold_typed_literals(bound), coord.resolver(session))
     ts = choose_timestamp(session, resolved.inputs)
     hold = coord.storage.acquire_read_hold(list(resolved.inputs), ts)
     try:
         names = name_outputs(resolved.expr)
         body = substitute_session_functions(resolved.expr, session.context(ts))
+        body = typed_division(body, _spark_schema(resolved.inputs))
         cluster = coord.current_cluster(session)
         inputs = []
         for sid, desc in resolved.inputs.items():

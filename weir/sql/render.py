@@ -266,3 +266,37 @@ def to_spark(expr: exp.Expression) -> str:
     """Render for Spark SQL."""
     sql = expr.sql(dialect="spark")
     return sql
+
+
+def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
+    """'text'::type becomes a literal parsed the PostgreSQL way ('{a,b}'::text[],
+    '1 day'::interval, '\\x01'::bytea, dates ...), which Spark's casts do not all accept."""
+    from weir import codec
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
+            target = pg_type_of_datatype(node.to)
+            if target is None or target.oid in (T.TEXT.oid, T.VARCHAR.oid, T.UNKNOWN.oid):
+                return node
+            value = codec.decode_text(node.this.this.encode(), target)
+            return literal(value, target)
+        return node
+
+    return expr.transform(visit)
+
+
+def typed_division(expr: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expression:
+    """Integer / integer truncates in PostgreSQL but not in Spark: annotate types over the
+    inputs' schemas so sqlglot renders such divisions as truncating ones. Queries sqlglot
+    cannot qualify are left as they are (Spark reports their errors)."""
+    from sqlglot.optimizer.annotate_types import annotate_types
+    from sqlglot.optimizer.qualify import qualify
+
+    if not any(True for _ in expr.find_all(exp.Div)):
+        return expr
+    try:
+        q = qualify(expr.copy(), schema=schema, dialect="spark", quote_identifiers=False,
+                    expand_stars=False, validate_qualify_columns=False, identify=False)
+        return annotate_types(q, schema=schema, dialect="spark")
+    except Exception:  # noqa: BLE001 - best effort; the unqualified query is still correct Spark SQL
+        return expr
