@@ -59,6 +59,7 @@ class Coordinator(api.Coordinator):
         self._table_locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
         self._builtin_rows: dict[str, collections.Counter[tuple[Any, ...]]] = {}
         self._builtin_lock = asyncio.Lock()
+        self._system_vars: dict[str, str] | None = None
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
@@ -189,8 +190,14 @@ class Coordinator(api.Coordinator):
         return [s.replica_id for s in self.compute.replica_statuses() if s.status == "online"]
 
     def system_var(self, name: str) -> str:
-        value = self.catalog.get_system_var(name)
-        return value if value is not None else lookup_var(name).default
+        """Server-wide value (ALTER SYSTEM's or the default), cached: read on every statement."""
+        if self._system_vars is None:
+            self._system_vars = self.catalog.list_system_vars()
+        v = lookup_var(name)
+        return self._system_vars.get(v.name, v.default)
+
+    def system_vars_changed(self) -> None:
+        self._system_vars = None
 
     @staticmethod
     @lru_cache(maxsize=2048)
