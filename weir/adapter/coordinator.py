@@ -238,6 +238,9 @@ class Coordinator(api.Coordinator):
     async def write(self, session: Session, updates: dict[str, pa.Table], *, locked: bool = False) -> None:
         txn = session.txn
         if txn is not None and txn.explicit:
+            if txn.read_ts is not None:
+                raise WeirError(SqlState.INVALID_TRANSACTION_STATE, "transaction in read-only mode",
+                                hint="Writes are not allowed after reads in a transaction block.")
             for sid, t in updates.items():
                 txn.writes.setdefault(sid, []).append(t)
             return

@@ -109,10 +109,14 @@ def _input_spec(desc: RelationDesc, files: list[str], as_of: int, consolidate: b
     }
 
 
-def choose_timestamp(session: Session, inputs: dict[str, RelationDesc]) -> int:
+def choose_timestamp(session: Session, inputs: dict[str, RelationDesc], *, for_write: bool = False) -> int:
     """Strict serializable: the oracle's read timestamp, which every completed write is
     at or below; inside a transaction, the transaction's first read timestamp."""
-    txn = session.txn
+    txn = None if for_write else session.txn
+    if txn is not None and txn.explicit and txn.writes:
+        # as in Materialize: a transaction either reads at one timestamp or writes at one
+        raise WeirError(SqlState.INVALID_TRANSACTION_STATE, "transaction in write-only mode",
+                        hint="Reads are not allowed after writes in a transaction block.")
     if txn is not None and txn.explicit and txn.read_ts is not None:
         return txn.read_ts
     ts = session.coord.oracle.read_ts()
@@ -135,7 +139,9 @@ async def run_query(session: Session, expr: exp.Expression, params: list[Any],
 
 
 async def peek(session: Session, expr: exp.Expression, params: list[Any], param_types: list[PgType],
-               *, tag_prefix: str = "SELECT") -> api.Rows:
+               *, tag_prefix: str = "SELECT", for_write: bool = False) -> api.Rows:
+    """Run a read. `for_write`: the read half of UPDATE/DELETE/INSERT ... SELECT, which reads
+    the latest data whatever the session's transaction has read."""
     bound = bind_params(expr, params, param_types)
     coord = session.coord
     if constant.is_constant(bound):
@@ -147,7 +153,7 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
         except constant.NotConstant:
             pass
     resolved = resolve(fold_typed_literals(bound), coord.resolver(session))
-    ts = choose_timestamp(session, resolved.inputs)
+    ts = choose_timestamp(session, resolved.inputs, for_write=for_write)
     hold = coord.storage.acquire_read_hold(list(resolved.inputs), ts)
     try:
         names = name_outputs(resolved.expr)
