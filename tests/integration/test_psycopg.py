@@ -111,6 +111,15 @@ def test_transaction_writes_commit_atomically(server: WeirServer) -> None:
         c.execute("INSERT INTO tx_b VALUES (2)")
         c.execute("COMMIT")
         assert c.execute("SELECT (SELECT count(*) FROM tx_a) + (SELECT count(*) FROM tx_b)").fetchone() == (2,)
+        c.execute("BEGIN")
+        c.execute("INSERT INTO tx_a VALUES (5)")
+        assert _sqlstate(lambda: c.execute("SELECT * FROM tx_a")) == "25000"
+        c.execute("ROLLBACK")
+        c.execute("BEGIN")
+        c.execute("SELECT * FROM tx_a")
+        assert _sqlstate(lambda: c.execute("INSERT INTO tx_a VALUES (6)")) == "25000"
+        c.execute("ROLLBACK")
+        assert c.execute("SELECT count(*) FROM tx_a").fetchone() == (1,)
 
 
 def test_extended_prepared_and_binary(server: WeirServer) -> None:
