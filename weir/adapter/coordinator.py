@@ -60,6 +60,7 @@ class Coordinator(api.Coordinator):
         self._builtin_rows: dict[str, collections.Counter[tuple[Any, ...]]] = {}
         self._builtin_lock = asyncio.Lock()
         self._system_vars: dict[str, str] | None = None
+        self._status_task: asyncio.Task[None] | None = None
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
@@ -95,20 +96,26 @@ class Coordinator(api.Coordinator):
         self.orchestrator = ProcessOrchestrator(log_dir=data / "logs")
         self.compute = ComputeController(self.orchestrator)
         for replica in self.catalog.list_replicas():
-            await self._start_replica(replica)
+            await self.start_replica(replica)
+        self._status_task = asyncio.create_task(self._watch_replica_statuses(), name="replica-statuses")
 
-    async def _start_replica(self, replica: Any) -> None:
+    def size_config(self) -> dict[str, Any] | None:
+        return {"sizes": self.config.replica_sizes} if self.config.replica_sizes else None
+
+    async def start_replica(self, replica: Any) -> None:
         rid = replica.id
 
         def incarnation() -> int:
             return self.catalog.bump_incarnation(rid)
 
         await self.compute.add_replica(replica.cluster_id, rid, replica.size, incarnation,
-                                       config={"sizes": self.config.replica_sizes} if self.config.replica_sizes else None)
+                                       config=self.size_config())
 
     async def stop(self) -> None:
         for s in list(self.sessions.values()):
             s.cancel()
+        if self._status_task is not None:
+            self._status_task.cancel()
         try:
             await self.compute.stop()
         finally:
@@ -146,6 +153,8 @@ class Coordinator(api.Coordinator):
             snapshot = self.catalog.snapshot()
             updates: dict[str, pa.Table] = {}
             for b in BUILTIN_TABLES:
+                if b.runtime:
+                    continue
                 new = collections.Counter(_hashable(r) for r in b.rows(snapshot))
                 old = self._builtin_rows.get(b.id, collections.Counter())
                 if new == old:
@@ -158,6 +167,14 @@ class Coordinator(api.Coordinator):
                 self._builtin_rows[b.id] = new
             if updates:
                 await self.storage.append(updates)
+
+    async def _watch_replica_statuses(self) -> None:
+        """Record replica status changes in mz_cluster_replica_statuses (current) and
+        mz_cluster_replica_status_history (every change). A replica whose heartbeats stop
+        for HEARTBEAT_TIMEOUT_S is offline even if its connection has not closed."""
+        from weir.adapter.replica_status import watch
+
+        await watch(self)
 
     # ---- names -----------------------------------------------------------------------
     def resolver(self, session: Session) -> CatalogResolver:

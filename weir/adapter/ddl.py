@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api
+from weir.adapter import api, clusters
 from weir.catalog.model import ColumnDef
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -36,6 +36,12 @@ async def execute(session: Session, stmt: st.Statement) -> api.Command:
         return await _create_view(session, stmt)
     if isinstance(stmt, st.Drop):
         return await _drop(session, stmt)
+    if isinstance(stmt, st.CreateCluster):
+        return await clusters.create_cluster(session, stmt)
+    if isinstance(stmt, st.CreateClusterReplica):
+        return await clusters.create_replica(session, stmt)
+    if isinstance(stmt, st.AlterCluster):
+        return await clusters.alter_cluster(session, stmt)
     if isinstance(stmt, st.CreateDatabase):
         if stmt.if_not_exists and coord.catalog.find_database(stmt.name) is not None:
             session.notice(f'database "{stmt.name}" already exists, skipping')
@@ -182,6 +188,10 @@ async def _create_view(session: Session, stmt: st.CreateView) -> api.Command:
 async def _drop(session: Session, stmt: st.Drop) -> api.Command:
     coord = session.coord
     tag = f"DROP {stmt.object_kind.upper()}"
+    if stmt.object_kind in ("cluster", "cluster replica"):
+        await clusters.drop(session, stmt)
+        await coord.catalog_changed()
+        return api.Command(tag)
     for parts in stmt.names:
         if stmt.object_kind == "role":
             _require_superuser(session, "drop role")

@@ -33,7 +33,7 @@ from weir.catalog.model import (
     Snapshot,
 )
 from weir.catalog.vars import VARS, VarDef, duration_ms, lookup_var, normalize_var
-from weir.types import BOOL, BY_NAME, INT4, INT8, INTERVAL, TEXT, TEXT_ARRAY, PgType
+from weir.types import BOOL, BY_NAME, INT4, INT8, INTERVAL, TEXT, TEXT_ARRAY, TIMESTAMPTZ, PgType
 
 if TYPE_CHECKING:
     from weir.catalog.store import Catalog
@@ -64,6 +64,9 @@ class BuiltinTable:
     columns: tuple[tuple[str, PgType], ...]
     compute: Callable[[Snapshot], list[Row]]
     nullable: frozenset[str] = frozenset()
+    # Runtime relations hold what happens (replica statuses, ...), not catalog state: the
+    # coordinator appends to them as events occur instead of recomputing them from DDL.
+    runtime: bool = False
 
     @property
     def full_name(self) -> str:
@@ -209,6 +212,10 @@ def _object_dependencies(s: Snapshot) -> list[Row]:
     return [(i.id, d) for i in s.items for d in i.dependencies]
 
 
+def _runtime(s: Snapshot) -> list[Row]:
+    return []
+
+
 def _t(*cols: tuple[str, PgType]) -> tuple[tuple[str, PgType], ...]:
     return cols
 
@@ -276,6 +283,12 @@ BUILTINS: tuple[BuiltinTable, ...] = (
         frozenset({"cluster_id"})),
     BuiltinTable(MZ_INTERNAL, "mz_object_dependencies", "s200", 16500, _t(
         ("object_id", TEXT), ("referenced_object_id", TEXT)), _object_dependencies),
+    BuiltinTable(MZ_INTERNAL, "mz_cluster_replica_statuses", "s201", 16501, _t(
+        ("replica_id", TEXT), ("process_id", INT8), ("status", TEXT), ("reason", TEXT),
+        ("updated_at", TIMESTAMPTZ)), _runtime, frozenset({"reason"}), runtime=True),
+    BuiltinTable(MZ_INTERNAL, "mz_cluster_replica_status_history", "s202", 16502, _t(
+        ("replica_id", TEXT), ("process_id", INT8), ("status", TEXT), ("reason", TEXT),
+        ("occurred_at", TIMESTAMPTZ)), _runtime, frozenset({"reason"}), runtime=True),
 )
 
 BUILTIN_TABLES = BUILTINS  # the name the adapter uses

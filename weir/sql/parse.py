@@ -377,6 +377,10 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         names = [_ident(n) for n in " ".join(rest).split(",") if n.strip()]
         names = [_ident(n.strip()) for n in " ".join(rest).split(",") if n.strip()]
         return st.Drop(text, "role", [[n] for n in names], if_exists, False)
+    if head in ("CREATE", "ALTER", "DROP") and len(upper) > 1 and upper[1] == "CLUSTER":
+        from weir.sql.parse_cluster import parse_cluster_statement
+
+        return parse_cluster_statement(text)
     if head in ("GRANT", "REVOKE"):
         return _parse_grant(text, words, upper, head == "REVOKE")
     return None

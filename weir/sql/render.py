@@ -142,7 +142,9 @@ def literal(value: Any, t: PgType) -> exp.Expression:
         return exp.Cast(this=exp.Null(), to=exp.DataType.build(t.spark_ddl, dialect="spark"))
     if t.is_array:
         assert t.element is not None
-        return exp.Array(expressions=[literal(v, t.element) for v in value])
+        arr = exp.Array(expressions=[literal(v, t.element) for v in value])
+        # typed, or Spark gives an empty ARRAY() the element type void
+        return exp.Cast(this=arr, to=exp.DataType.build(t.spark_ddl, dialect="spark"))
     if t.oid == T.BOOL.oid:
         return exp.Boolean(this=bool(value))
     if t.oid in (T.INT2.oid, T.INT4.oid, T.INT8.oid, T.MZ_TIMESTAMP.oid, 26):
@@ -193,7 +195,10 @@ def _decimal_ddl(d: decimal.Decimal) -> str:
 def bind_params(expr: exp.Expression, values: list[Any], types: list[PgType]) -> exp.Expression:
     """Replace $n by typed literals of the bound values."""
 
-    def visit(node: exp.Expression) -> exp.Expression:
+    def visit(node: exp.Expression) -> exp.Expression | None:
+        if isinstance(node, (exp.Limit, exp.Offset)) and isinstance(
+                node.expression, (exp.Parameter, exp.Placeholder)):
+            return _bind_limit(node, values)
         if isinstance(node, (exp.Parameter, exp.Placeholder)):
             n = _param_number(node)
             if n < 1 or n > len(values):
@@ -202,6 +207,27 @@ def bind_params(expr: exp.Expression, values: list[Any], types: list[PgType]) ->
         return node
 
     return expr.transform(visit)
+
+
+def _bind_limit(node: exp.Limit | exp.Offset, values: list[Any]) -> exp.Expression | None:
+    """LIMIT $n / OFFSET $n: Spark wants a plain integer there (not a cast bigint);
+    NULL means no limit / no offset, as in PostgreSQL."""
+    n = _param_number(node.expression)
+    if n < 1 or n > len(values):
+        raise WeirError(SqlState.UNDEFINED_PARAMETER, f"there is no parameter ${n}")
+    value = values[n - 1]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | decimal.Decimal | float):
+        raise WeirError(SqlState.DATATYPE_MISMATCH, "argument of LIMIT must be type bigint")
+    v = int(value)
+    if v < 0:
+        if isinstance(node, exp.Limit):
+            raise WeirError("2201W", "LIMIT must not be negative")
+        raise WeirError("2201X", "OFFSET must not be negative")
+    bound = node.copy()
+    bound.set("expression", exp.Literal.number(v))
+    return bound
 
 
 def _param_number(node: exp.Expression) -> int:

@@ -220,3 +220,42 @@ class Empty(Statement):
     @property
     def kind(self) -> str:
         return "empty"
+
+
+@dataclass
+class ReplicaDef:
+    name: str
+    options: dict[str, str]
+
+
+@dataclass
+class CreateCluster(Statement):
+    name: str = ""
+    options: dict[str, str] = field(default_factory=dict)  # SIZE, REPLICATION FACTOR
+    replicas: list[ReplicaDef] | None = None  # unmanaged: REPLICAS (...)
+
+    @property
+    def kind(self) -> str:
+        return "create_cluster"
+
+
+@dataclass
+class CreateClusterReplica(Statement):
+    cluster: str = ""
+    name: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "create_cluster_replica"
+
+
+@dataclass
+class AlterCluster(Statement):
+    name: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+    if_exists: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "alter_cluster"
