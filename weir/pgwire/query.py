@@ -86,24 +86,30 @@ class QueryHandler:
                 if typ == _X:
                     return
                 if self.ignore_till_sync and typ != _S:
+                    if typ == _H:  # a Flush still delivers the pending ErrorResponse
+                        await conn.flush_and_drain()
                     continue
                 handler = self.handlers.get(typ)
                 if handler is None:  # CopyData/CopyDone/CopyFail outside COPY: ignored
                     continue
                 metric("messages_received", 1)
+                failed = False
                 try:
                     await handler(body)
                 except _StepFailed:
-                    if typ in _EXTENDED:
-                        self.ignore_till_sync = True
+                    failed = True
                 except WeirError as e:
                     if e.severity in ("FATAL", "PANIC"):
                         raise
                     self.report(e)
-                    if typ in _EXTENDED:
-                        self.ignore_till_sync = True
-                    elif typ in (_Q, _F):
+                    failed = True
+                    if typ in (_Q, _F):
                         await self.ready_for_query()
+                if failed and typ in _EXTENDED:
+                    # Like PostgreSQL, send an ErrorResponse at once: a client that
+                    # sent Parse/Describe/Flush (asyncpg) waits for it before Sync.
+                    self.ignore_till_sync = True
+                    await conn.flush_and_drain()
                 if self.fatal is not None:  # already reported; just hang up
                     await conn.flush_and_drain()
                     return
