@@ -70,5 +70,6 @@ def test_unmanaged_cluster_and_errors(server: WeirServer) -> None:
         c.execute("DROP CLUSTER IF EXISTS cl_u")
         c.execute("SET cluster = nope")
         assert _sqlstate(lambda: c.execute("SELECT count(*) FROM mz_catalog.mz_tables")) == "42704"
+        c.execute("RESET cluster")
         history = c.execute("SELECT count(*) FROM mz_internal.mz_cluster_replica_status_history").fetchone()
         assert history[0] >= 2

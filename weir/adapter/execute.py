@@ -55,6 +55,10 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
             lookup_var(stmt.name).check_settable("session")
             session.set_var(stmt.name, None)
         return api.Command("RESET")
+    if isinstance(stmt, st.Deallocate):
+        # Protocol-level prepared statements belong to pgwire and end with the connection;
+        # drivers (psycopg) deallocate the ones they evict from their caches.
+        return api.Command("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
     if isinstance(stmt, st.Discard):
         session.vars = {"database": session.database}
         return api.Command("DISCARD ALL")

@@ -364,6 +364,11 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return st.Transaction(text, "commit")
     if head in ("ROLLBACK", "ABORT"):
         return st.Transaction(text, "rollback")
+    if head == "DEALLOCATE":
+        rest = [w for w in words[1:] if w.upper() != "PREPARE"]
+        if len(rest) != 1:
+            raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in DEALLOCATE")
+        return st.Deallocate(text, None if rest[0].upper() == "ALL" else _ident(rest[0]))
     if head == "DISCARD":
         return st.Discard(text)
     if head == "CREATE" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):

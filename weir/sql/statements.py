@@ -259,3 +259,12 @@ class AlterCluster(Statement):
     @property
     def kind(self) -> str:
         return "alter_cluster"
+
+
+@dataclass
+class Deallocate(Statement):
+    name: str | None = None  # None = ALL
+
+    @property
+    def kind(self) -> str:
+        return "deallocate"
