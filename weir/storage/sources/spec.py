@@ -28,7 +28,7 @@ _OTHER_KINDS = {"MARKETING", "DATUMS", "KEY VALUE", "CLOCK"}
 DEFAULT_TICK_MS = 1000
 DEFAULT_SCALE_FACTOR = 0.01
 # The generator is pure Python and the snapshot is built in memory: SF 0.1 is ~600k
-# lineitems (a few seconds); beyond that it is too slow and too big to be useful.
+# lineitems (about 8 s); beyond that it is too slow and too big to be useful.
 MAX_SCALE_FACTOR = 0.1
 _MAX_U64 = (1 << 63) - 1
 
