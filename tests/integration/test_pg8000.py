@@ -63,8 +63,8 @@ def test_simple_and_extended(server: WeirServer) -> None:
             ps.close()
         con.run("DELETE FROM p8_t WHERE id = :id", id=1)
         assert con.run("SELECT count(*) FROM p8_t") == [[2]]
-        # multi-statement simple query: pg8000 keeps the last result
-        assert con.run("SELECT 1; SELECT 2") == [[2]]
+        # multi-statement simple query: pg8000 collects the rows of every result
+        assert con.run("SELECT 1; SELECT 2") == [[1], [2]]
     finally:
         con.close()
 
