@@ -31,7 +31,7 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, st.Transaction):
         return await _transaction(session, stmt)
     if isinstance(stmt, st.Query):
-        return await query.peek(session, stmt.expr, params, types)
+        return await query.peek(session, stmt.expr, params, types, as_of=stmt.as_of)
     if isinstance(stmt, st.CopyTo):
         rows = await query.peek(session, stmt.query, params, types)
         return api.CopyOut(rows.columns, rows.batches)

@@ -132,18 +132,67 @@ def choose_timestamp(session: Session, inputs: dict[str, RelationDesc], *, for_w
     return ts
 
 
-async def run_query(session: Session, expr: exp.Expression, params: list[Any],
-                    param_types: list[PgType]) -> api.Rows:
-    rows = await peek(session, expr, params, param_types)
-    return rows
+_AS_OF_TYPE_ERROR = "AS OF or UP TO should be castable to a (non-null) mz_timestamp value"
+_UNMATERIALIZABLE = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.CurrentUser)
+
+
+def eval_as_of(session: Session, expr: exp.Expression) -> int:
+    """The mz_timestamp an AS OF / UP TO expression names."""
+    for node in expr.walk():
+        if isinstance(node, _UNMATERIALIZABLE) or (
+                isinstance(node, exp.Anonymous) and node.name.lower() in ("now", "mz_now")):
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                            "calling an unmaterializable function in AS OF or UP TO not yet supported")
+    try:
+        _, types, rows = constant.evaluate(exp.select(expr.copy()), session.context(None))
+    except (constant.NotConstant, WeirError):
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, _AS_OF_TYPE_ERROR) from None
+    value = rows[0][0]
+    if isinstance(value, bool) or value is None:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, _AS_OF_TYPE_ERROR)
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise WeirError(SqlState.INVALID_PARAMETER_VALUE, _AS_OF_TYPE_ERROR) from None
+    if not isinstance(value, int):
+        if value != int(value):
+            raise WeirError(SqlState.INVALID_PARAMETER_VALUE, _AS_OF_TYPE_ERROR)
+        value = int(value)
+    if not 0 <= value < 2**63:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, _AS_OF_TYPE_ERROR)
+    return value
+
+
+async def timestamp_as_of(session: Session, inputs: dict[str, RelationDesc], as_of: Any) -> int:
+    """AS OF t reads exactly at t (since <= t, waiting for upper > t); AS OF AT LEAST t
+    reads at the least valid time at or after t."""
+    t = eval_as_of(session, as_of.expr)
+    storage = session.coord.storage
+    sinces = {sid: storage.frontiers(sid)[0] for sid in inputs}
+    if as_of.at_least:
+        t = max([t, *sinces.values()])
+    else:
+        bad = {sid: since for sid, since in sinces.items() if t < since}
+        if bad:
+            detail = ", ".join(f"{inputs[sid].name}: since {since}" for sid, since in bad.items())
+            raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                            f"Timestamp ({t}) is not valid for all inputs: {detail}",
+                            hint="could not find a valid timestamp: the inputs have been compacted "
+                                 "past it; use AS OF AT LEAST or a later time")
+    while any(storage.frontiers(sid)[1] <= t for sid in inputs):
+        await asyncio.sleep(0.05)  # the inputs' uppers will pass t; cancellable
+    return t
 
 
 async def peek(session: Session, expr: exp.Expression, params: list[Any], param_types: list[PgType],
-               *, tag_prefix: str = "SELECT", for_write: bool = False) -> api.Rows:
+               *, tag_prefix: str = "SELECT", for_write: bool = False, as_of: Any = None) -> api.Rows:
     """Run a read. `for_write`: the read half of UPDATE/DELETE/INSERT ... SELECT, which reads
     the latest data whatever the session's transaction has read."""
     bound = bind_params(expr, params, param_types)
     coord = session.coord
+    if as_of is not None and constant.is_constant(bound):
+        eval_as_of(session, as_of.expr)
     if constant.is_constant(bound):
         try:
             ts = coord.oracle.read_ts()
@@ -153,7 +202,10 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
         except constant.NotConstant:
             pass
     resolved = resolve(fold_typed_literals(bound), coord.resolver(session))
-    ts = choose_timestamp(session, resolved.inputs, for_write=for_write)
+    if as_of is not None:
+        ts = await timestamp_as_of(session, resolved.inputs, as_of)
+    else:
+        ts = choose_timestamp(session, resolved.inputs, for_write=for_write)
     hold = coord.storage.acquire_read_hold(list(resolved.inputs), ts)
     try:
         names = name_outputs(resolved.expr)

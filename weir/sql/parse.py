@@ -95,6 +95,13 @@ def split(sql: str) -> list[str]:
     return parts
 
 
+def head_word(text: str) -> str:
+    stripped = text.lstrip(" \t\r\n")
+    if stripped.startswith("("):
+        return "("
+    return stripped.split(None, 1)[0].upper() if stripped else ""
+
+
 def _has_tokens(text: str) -> bool:
     try:
         return bool(_DIALECT.tokenize(text))
@@ -165,8 +172,33 @@ def parse_one(sql: str) -> st.Statement:
     return _parse_statement(parts[0])
 
 
+_AS_OF = re.compile(r"\s+AS\s+OF\s+(AT\s+LEAST\s+)?(?P<expr>[^;]+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def split_as_of(text: str) -> tuple[str, st.AsOf | None]:
+    """Take a trailing AS OF [AT LEAST] expr off a query (outside quotes)."""
+    matches = list(_AS_OF.finditer(text))
+    m = matches[-1] if matches else None
+    if m is None or text[:m.start()].count("'") % 2:
+        return text, None
+    try:
+        expr = sqlglot.parse_one(f"SELECT {m.group('expr')}", dialect=_DIALECT).expressions[0]
+    except (ParseError, TokenError):
+        return text, None
+    return text[:m.start()], st.AsOf(expr, bool(m.group(1)))
+
+
 def _parse_statement(text: str) -> st.Statement:
     text = pad_params(text)
+    if head_word(text) in ("SELECT", "WITH", "VALUES", "(", "TABLE") and re.search(r"\bAS\s+OF\b", text, re.I):
+        body, as_of = split_as_of(text)
+        if as_of is not None:
+            inner = _parse_statement(body)
+            if not isinstance(inner, st.Query):
+                raise WeirError(SqlState.SYNTAX_ERROR, "AS OF is only allowed on queries")
+            inner.as_of = as_of
+            inner.sql = text
+            return inner
     head = text.lstrip("( \t\r\n").split(None, 1)[0].upper().rstrip(";") if text.strip() else ""
     special = _parse_special(text, head)
     if special is not None:

@@ -19,8 +19,17 @@ class Statement:
 
 
 @dataclass
+class AsOf:
+    """AS OF [AT LEAST] <expr>: the time a read uses (exact) or its lower bound."""
+
+    expr: exp.Expression
+    at_least: bool = False
+
+
+@dataclass
 class Query(Statement):
     expr: exp.Query = field(repr=False, default=None)  # type: ignore[assignment]
+    as_of: AsOf | None = None
 
     @property
     def kind(self) -> str:
