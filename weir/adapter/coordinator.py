@@ -61,6 +61,7 @@ class Coordinator(api.Coordinator):
         self._builtin_lock = asyncio.Lock()
         self._system_vars: dict[str, str] | None = None
         self._status_task: asyncio.Task[None] | None = None
+        self.source_runners: dict[str, Any] = {}
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
@@ -89,10 +90,18 @@ class Coordinator(api.Coordinator):
             await self.storage.ensure_collection(item.id, [(c.name, c.type, c.nullable) for c in item.columns])
         for b in BUILTIN_TABLES:
             await self.storage.ensure_collection(b.id, [(name, t, True) for name, t in b.columns])
+        for item in self.catalog.list_items("source"):
+            await self.storage.ensure_collection(item.id, [(c.name, c.type, c.nullable) for c in item.columns])
         await self.storage.replay_wal()
-        await self._cleanup_orphan_shards(store, {i.id for i in tables})
+        await self._cleanup_orphan_shards(store, {i.id for i in tables} |
+                                          {i.id for i in self.catalog.list_items("source")})
         self.storage.start()
         await self._open_builtins()
+        from weir.adapter.sources import start_runner
+
+        for item in self.catalog.list_items("source"):
+            if "load_generator" in item.definition:
+                await start_runner(self, item)
         self.orchestrator = ProcessOrchestrator(log_dir=data / "logs")
         self.compute = ComputeController(self.orchestrator)
         for replica in self.catalog.list_replicas():
@@ -116,6 +125,8 @@ class Coordinator(api.Coordinator):
             s.cancel()
         if self._status_task is not None:
             self._status_task.cancel()
+        for runner in list(self.source_runners.values()):
+            await runner.stop()
         try:
             await self.compute.stop()
         finally:
@@ -242,7 +253,9 @@ class Coordinator(api.Coordinator):
 
     async def drop_storage(self, items: tuple[Item, ...]) -> None:
         for item in items:
-            if item.kind == "table":
+            if item.kind in ("table", "source"):
+                if item.id in self.source_runners:
+                    await self.source_runners.pop(item.id).stop()
                 await self.storage.drop_collection(item.id)
 
     # ---- writes ----------------------------------------------------------------------

@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, clusters
+from weir.adapter import api, clusters, sources
 from weir.catalog.model import ColumnDef
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -36,6 +36,8 @@ async def execute(session: Session, stmt: st.Statement) -> api.Command:
         return await _create_view(session, stmt)
     if isinstance(stmt, st.Drop):
         return await _drop(session, stmt)
+    if isinstance(stmt, st.CreateSource):
+        return await sources.create_source(session, stmt)
     if isinstance(stmt, st.CreateCluster):
         return await clusters.create_cluster(session, stmt)
     if isinstance(stmt, st.CreateClusterReplica):
@@ -188,6 +190,10 @@ async def _create_view(session: Session, stmt: st.CreateView) -> api.Command:
 async def _drop(session: Session, stmt: st.Drop) -> api.Command:
     coord = session.coord
     tag = f"DROP {stmt.object_kind.upper()}"
+    if stmt.object_kind == "source":
+        await sources.drop_source(session, stmt)
+        await coord.catalog_changed()
+        return api.Command(tag)
     if stmt.object_kind in ("cluster", "cluster replica"):
         await clusters.drop(session, stmt)
         await coord.catalog_changed()

@@ -418,9 +418,52 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         from weir.sql.parse_cluster import parse_cluster_statement
 
         return parse_cluster_statement(text)
+    if head == "CREATE" and len(upper) > 1 and upper[1] == "SOURCE":
+        return _parse_create_source(text)
+    if head == "DROP" and len(upper) > 2 and upper[1] == "SOURCE":
+        rest, if_exists = words[2:], False
+        if len(rest) > 1 and rest[0].upper() == "IF" and rest[1].upper() == "EXISTS":
+            rest, if_exists = rest[2:], True
+        cascade = bool(rest) and rest[-1].upper() == "CASCADE"
+        rest = [w for w in rest if w.upper() not in ("CASCADE", "RESTRICT")]
+        names = [_name_parts(n.strip()) for n in " ".join(rest).split(",") if n.strip()]
+        return st.Drop(text, "source", names, if_exists, cascade)
     if head in ("GRANT", "REVOKE"):
         return _parse_grant(text, words, upper, head == "REVOKE")
     return None
+
+
+_CREATE_SOURCE = re.compile(
+    r"^CREATE\s+SOURCE\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>[\w.\"]+)"
+    r"(?:\s+IN\s+CLUSTER\s+(?P<cluster>[\w\"]+))?"
+    r"\s+FROM\s+LOAD\s+GENERATOR\s+(?P<gen>\w+)"
+    r"(?:\s*\((?P<opts>.*?)\))?"
+    r"(?:\s+FOR\s+(?:(?P<all>ALL\s+TABLES)|TABLES\s*\((?P<tables>[^)]*)\)))?\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL)
+
+
+def _parse_create_source(text: str) -> st.Statement:
+    m = _CREATE_SOURCE.match(text.strip())
+    if not m:
+        if re.search(r"FROM\s+LOAD\s+GENERATOR", text, re.I) is None:
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                            "only LOAD GENERATOR sources are supported (COUNTER, AUCTION, TPCH)")
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE SOURCE: {text}")
+    opts: dict[str, str] = {}
+    for part in _split_commas(m.group("opts") or ""):
+        part = part.strip()
+        if not part:
+            continue
+        om = re.match(r"^([A-Za-z_ ]+?)\s*(?:=\s*|\s+)('(?:[^']|'')*'|\S+)$", part, re.DOTALL)
+        if not om:
+            raise WeirError(SqlState.SYNTAX_ERROR, f"invalid load generator option: {part}")
+        opts[om.group(1).upper()] = om.group(2)
+    tables = None
+    if m.group("tables") is not None:
+        tables = [_ident(t.strip()) for t in m.group("tables").split(",") if t.strip()]
+    cluster = _ident(m.group("cluster")) if m.group("cluster") else None
+    return st.CreateSource(text, _name_parts(m.group("name")), m.group("gen").lower(), opts, tables,
+                           cluster, bool(m.group("ine")))
 
 
 def _role_options(words: list[str]) -> st.RoleOptions:

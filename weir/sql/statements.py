@@ -277,3 +277,17 @@ class Deallocate(Statement):
     @property
     def kind(self) -> str:
         return "deallocate"
+
+
+@dataclass
+class CreateSource(Statement):
+    name: list[str] = field(default_factory=list)
+    generator: str = ""  # counter | auction | tpch
+    options: dict[str, str] = field(default_factory=dict)
+    tables: list[str] | None = None  # FOR TABLES (...); None = FOR ALL TABLES / single relation
+    cluster: str | None = None
+    if_not_exists: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "create_source"
