@@ -68,8 +68,11 @@ async def prepare(session: Session, stmt: st.Statement, param_oids: list[int]) -
     if isinstance(stmt, st.Query):
         types = infer_param_types(stmt.expr, param_oids, _column_type_fn(session, stmt.expr))
         columns = await query.describe(session, stmt.expr, types)
-    elif isinstance(stmt, st.CopyTo):
+    elif isinstance(stmt, (st.CopyTo, st.Subscribe, st.DeclareCursor, st.CloseCursor)):
         columns = None
+    elif isinstance(stmt, st.Fetch):
+        cur = session.cursors.get(stmt.name)
+        columns = cur.columns if cur is not None else None
     elif isinstance(stmt, st.Insert):
         types = _insert_param_types(session, stmt, param_oids)
     elif isinstance(stmt, (st.Update, st.Delete)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from weir import types as T
-from weir.adapter import api, ddl, dml, query
+from weir.adapter import api, cursors, ddl, dml, query, subscribe
 from weir.adapter.session import Transaction
 from weir.adapter.show import show_query
 from weir.catalog.vars import VARS, lookup_var
@@ -33,8 +33,20 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, st.Query):
         return await query.peek(session, stmt.expr, params, types, as_of=stmt.as_of)
     if isinstance(stmt, st.CopyTo):
+        if stmt.subscribe is not None:
+            columns, batches = await subscribe.subscribe(session, stmt.subscribe)
+            return api.CopyOut(columns, batches)
         rows = await query.peek(session, stmt.query, params, types)
         return api.CopyOut(rows.columns, rows.batches)
+    if isinstance(stmt, st.Subscribe):
+        columns, batches = await subscribe.subscribe(session, stmt)
+        return api.CopyOut(columns, batches)
+    if isinstance(stmt, st.DeclareCursor):
+        return await cursors.declare(session, stmt)
+    if isinstance(stmt, st.Fetch):
+        return await cursors.fetch(session, stmt)
+    if isinstance(stmt, st.CloseCursor):
+        return await cursors.close(session, stmt)
     if isinstance(stmt, st.ShowObjects):
         rows = await query.peek(session, show_query(session, stmt), [], [])
         return api.Rows(rows.columns, rows.batches, "SHOW")
@@ -96,6 +108,7 @@ async def _transaction(session: Session, stmt: st.Transaction) -> api.Command:
         session.notice("there is no transaction in progress", SqlState.NO_ACTIVE_SQL_TRANSACTION, "WARNING")
         return api.Command("COMMIT" if stmt.action == "commit" else "ROLLBACK")
     session.txn = None
+    await cursors.close_all(session)
     if stmt.action == "rollback" or txn.failed:
         return api.Command("ROLLBACK")
     try:

@@ -44,6 +44,7 @@ class Session(api.Session):
         self._notices: list[api.Notice] = []
         self.txn: Transaction | None = None
         self.running: asyncio.Task[Any] | None = None
+        self.cursors: dict[str, Any] = {}
         self.vars["database"] = database
         for key, value in startup.items():
             if key in ("user", "database", "replication"):
@@ -185,6 +186,9 @@ class Session(api.Session):
             task.cancel()
 
     async def close(self) -> None:
+        from weir.adapter.cursors import close_all
+
         self.cancel()
         self.txn = None
+        await close_all(self)
         self.coord.session_closed(self)

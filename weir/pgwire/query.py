@@ -36,6 +36,8 @@ from weir.pgwire.portals import (
     encoders_for,
     resolve_formats,
 )
+from weir.sql import parse as sql_parse
+from weir.sql import statements as st
 from weir.types import PgType
 
 log = logging.getLogger("weir.pgwire")
@@ -49,6 +51,36 @@ _EXTENDED = frozenset((_P, _B, _E, _D, _C, _H))
 
 class _StepFailed(Exception):
     """An error was already reported for this message."""
+
+
+def _first_syntax_error(texts: list[str]) -> WeirError | None:
+    """PostgreSQL parses a whole simple-query string before running any of it: a
+    syntax error in its third statement means the first two do not run either."""
+    for text in texts:
+        try:
+            sql_parse.parse_one(text)
+        except WeirError as e:
+            if e.sqlstate == SqlState.SYNTAX_ERROR:
+                return e
+        except Exception:  # noqa: BLE001 - anything else is reported when the statement runs
+            pass
+    return None
+
+
+def _is_transaction_exit(sql: str) -> bool:
+    """COMMIT / ROLLBACK (END, ABORT): what a failed transaction block still accepts."""
+    try:
+        parsed = sql_parse.parse_one(sql)
+    except Exception:  # noqa: BLE001 - not parseable: let prepare report it
+        return True
+    return isinstance(parsed, st.Transaction) and parsed.action in ("commit", "rollback")
+
+
+def _in_failed_transaction() -> WeirError:
+    return WeirError(
+        SqlState.IN_FAILED_SQL_TRANSACTION,
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
 
 
 class QueryHandler:
@@ -211,6 +243,11 @@ class QueryHandler:
             log.exception("pgwire: session.split failed")
             self.report(WeirError(SqlState.INTERNAL_ERROR, str(e) or type(e).__name__))
             texts = None
+        if texts is not None and len(texts) > 1:
+            syntax_error = _first_syntax_error(texts)
+            if syntax_error is not None:
+                self.report(syntax_error)
+                texts = None
         if texts is not None:
             if not texts:
                 self.out += m.EMPTY_QUERY
@@ -326,6 +363,8 @@ class QueryHandler:
         r.end()
         if not name:
             self.statements.pop("", None)
+        if self.session.transaction_status == "E" and not _is_transaction_exit(sql):
+            raise _in_failed_transaction()  # as PostgreSQL's Parse does, before analysis
         stmt: PreparedStatement | None = None
 
         async def prepare() -> None:
@@ -379,6 +418,9 @@ class QueryHandler:
         if not portal_name:
             await self.drop_portal("")
         stmt = self._statement(stmt_name)
+        if (self.session.transaction_status == "E" and stmt.plan is not _EMPTY_PLAN
+                and not _is_transaction_exit(stmt.sql)):
+            raise _in_failed_transaction()
         if portal_name and portal_name in self.portals:
             raise WeirError(SqlState.DUPLICATE_CURSOR, f'cursor "{portal_name}" already exists')
         if len(param_formats) > 1 and len(param_formats) != nparams:

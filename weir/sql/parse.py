@@ -396,6 +396,30 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return st.Transaction(text, "commit")
     if head in ("ROLLBACK", "ABORT"):
         return st.Transaction(text, "rollback")
+    if head == "SUBSCRIBE":
+        from weir.sql.parse_subscribe import parse_subscribe
+
+        return parse_subscribe(text)
+    if head == "COPY" and re.match(r"^COPY\s*\(\s*SUBSCRIBE\b", text, re.I):
+        from weir.sql.parse_subscribe import parse_subscribe
+
+        m = re.match(r"^COPY\s*\((?P<inner>.*)\)\s*TO\s+STDOUT(?P<rest>.*)$", text.strip().rstrip(";"),
+                     re.I | re.DOTALL)
+        if not m:
+            raise WeirError(SqlState.SYNTAX_ERROR, "COPY (SUBSCRIBE ...) needs TO STDOUT")
+        return st.CopyTo(text, None, subscribe=parse_subscribe(m.group("inner")))  # type: ignore[arg-type]
+    if head == "DECLARE":
+        from weir.sql.parse_subscribe import parse_declare
+
+        return parse_declare(text, _parse_statement)
+    if head == "FETCH":
+        from weir.sql.parse_subscribe import parse_fetch
+
+        return parse_fetch(text)
+    if head == "CLOSE":
+        from weir.sql.parse_subscribe import parse_close
+
+        return parse_close(text)
     if head == "DEALLOCATE":
         rest = [w for w in words[1:] if w.upper() != "PREPARE"]
         if len(rest) != 1:

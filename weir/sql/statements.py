@@ -98,6 +98,7 @@ class CopyTo(Statement):
     """COPY (query) TO STDOUT / COPY table [(cols)] TO STDOUT."""
 
     query: exp.Query = field(repr=False, default=None)  # type: ignore[assignment]
+    subscribe: Subscribe | None = None
 
     @property
     def kind(self) -> str:
@@ -291,3 +292,48 @@ class CreateSource(Statement):
     @property
     def kind(self) -> str:
         return "create_source"
+
+
+@dataclass
+class Subscribe(Statement):
+    """SUBSCRIBE [TO] relation | (query) [WITH (SNAPSHOT, PROGRESS)] [AS OF [AT LEAST] t] [UP TO t]."""
+
+    query: exp.Query = field(repr=False, default=None)  # type: ignore[assignment]
+    snapshot: bool = True
+    progress: bool = False
+    as_of: AsOf | None = None
+    up_to: exp.Expression | None = None
+
+    @property
+    def kind(self) -> str:
+        return "subscribe"
+
+
+@dataclass
+class DeclareCursor(Statement):
+    name: str = ""
+    inner: Statement | None = None
+
+    @property
+    def kind(self) -> str:
+        return "declare"
+
+
+@dataclass
+class Fetch(Statement):
+    name: str = ""
+    count: int | None = 1  # None = ALL
+    timeout: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "fetch"
+
+
+@dataclass
+class CloseCursor(Statement):
+    name: str | None = None  # None = ALL
+
+    @property
+    def kind(self) -> str:
+        return "close"

@@ -53,6 +53,15 @@ class ReadHold:
         self.ts = ts
         self._released = False
 
+    def downgrade(self, ts: int) -> None:
+        """Let `since` advance up to `ts` (a subscription that has moved on)."""
+        if ts > self.ts and not self._released:
+            self.ts = ts
+            for sid in self.shard_ids:
+                c = self._controller.collections.get(sid)
+                if c is not None and self.hold_id in c.holds:
+                    c.holds[self.hold_id] = ts
+
     def release(self) -> None:
         if not self._released:
             self._released = True
@@ -172,6 +181,11 @@ class StorageController:
     async def scan_plan(self, shard_id: str, as_of: int) -> Any:
         c = self.collections[shard_id]
         return await self._read(c.shard.data_files, as_of)
+
+    async def read_updates(self, shard_id: str, lower: int, upper: int) -> pa.Table:
+        """Updates with lower <= time < upper (a hold must keep since below lower)."""
+        c = self.collections[shard_id]
+        return await self._read(c.shard.read_updates, lower, upper)
 
     async def snapshot(self, shard_id: str, as_of: int) -> pa.Table:
         c = self.collections[shard_id]

@@ -1,0 +1,117 @@
+"""SUBSCRIBE, COPY (SUBSCRIBE ...) TO STDOUT, DECLARE ... CURSOR FOR, FETCH, CLOSE."""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from weir.errors import SqlState, WeirError
+from weir.sql import statements as st
+
+_SUB = re.compile(r"^SUBSCRIBE\s+(?:TO\s+)?(?P<body>.*)$", re.IGNORECASE | re.DOTALL)
+_UP_TO = re.compile(r"\s+UP\s+TO\s+(?P<expr>[^;]+?)\s*$", re.IGNORECASE | re.DOTALL)
+_WITH = re.compile(r"\s+WITH\s*\((?P<opts>[^)]*)\)\s*$", re.IGNORECASE | re.DOTALL)
+_AS_OF = re.compile(r"\s+AS\s+OF\s+(?P<least>AT\s+LEAST\s+)?(?P<expr>[^;]+?)\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def _expr(text: str) -> exp.Expression:
+    try:
+        return sqlglot.parse_one(f"SELECT {text}", read="postgres").expressions[0]
+    except (ParseError, TokenError):
+        raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{text.split()[0]}"') from None
+
+
+def _bool(v: str) -> bool:
+    v = v.strip().strip("'").lower()
+    if v in ("true", "on", "1", "yes", ""):
+        return True
+    if v in ("false", "off", "0", "no"):
+        return False
+    raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f"invalid boolean value {v!r}")
+
+
+def parse_subscribe(text: str) -> st.Subscribe:
+    m = _SUB.match(text.strip().rstrip(";").strip())
+    if not m:
+        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in SUBSCRIBE")
+    body = m.group("body")
+    out = st.Subscribe(text)
+    # trailing clauses, in any order: UP TO, AS OF, WITH (...)
+    changed = True
+    while changed:
+        changed = False
+        if (u := _UP_TO.search(body)) is not None and body[:u.start()].count("'") % 2 == 0:
+            out.up_to = _expr(u.group("expr"))
+            body, changed = body[:u.start()], True
+        if (a := _AS_OF.search(body)) is not None and body[:a.start()].count("'") % 2 == 0:
+            out.as_of = st.AsOf(_expr(a.group("expr")), bool(a.group("least")))
+            body, changed = body[:a.start()], True
+        if (w := _WITH.search(body)) is not None and body[:w.start()].count("'") % 2 == 0:
+            for opt in w.group("opts").split(","):
+                if not opt.strip():
+                    continue
+                parts = re.split(r"\s*=\s*|\s+", opt.strip(), maxsplit=1)
+                name, value = parts[0].upper(), parts[1] if len(parts) > 1 else ""
+                if name == "SNAPSHOT":
+                    out.snapshot = _bool(value)
+                elif name == "PROGRESS":
+                    out.progress = _bool(value)
+                else:
+                    raise WeirError(SqlState.SYNTAX_ERROR, f"unknown SUBSCRIBE option {name}")
+            body, changed = body[:w.start()], True
+    body = body.strip()
+    if body.startswith("("):
+        if not body.endswith(")"):
+            raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in SUBSCRIBE: unbalanced parentheses")
+        try:
+            q = sqlglot.parse_one(body[1:-1], read="postgres")
+        except (ParseError, TokenError) as e:
+            raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error: {str(e).splitlines()[0]}") from None
+        if not isinstance(q, exp.Query):
+            raise WeirError(SqlState.SYNTAX_ERROR, "SUBSCRIBE needs a relation or a (query)")
+        out.query = q
+    else:
+        try:
+            table = sqlglot.parse_one(f"SELECT * FROM {body}", read="postgres")
+        except (ParseError, TokenError):
+            raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{body.split()[0] if body else ""}"') from None
+        out.query = table  # type: ignore[assignment]
+    return out
+
+
+_DECLARE = re.compile(r"^DECLARE\s+(?P<name>\"[^\"]+\"|\w+)\s+(?:(?:NO\s+)?SCROLL\s+)?CURSOR\s+"
+                      r"(?:WITH(?:OUT)?\s+HOLD\s+)?FOR\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
+_FETCH = re.compile(r"^FETCH\s+(?:(?:FORWARD|NEXT)\s+)?(?P<count>ALL|\d+)?\s*(?:FROM\s+|IN\s+)?"
+                    r"(?P<name>\"[^\"]+\"|\w+)\s*(?:WITH\s*\(\s*TIMEOUT\s*=?\s*(?P<timeout>'[^']*'|\S+?)\s*\))?\s*;?$",
+                    re.IGNORECASE | re.DOTALL)
+
+
+def _name(text: str) -> str:
+    return text[1:-1] if text.startswith('"') else text.lower()
+
+
+def parse_declare(text: str, parse_inner) -> st.DeclareCursor:  # noqa: ANN001
+    m = _DECLARE.match(text.strip().rstrip(";"))
+    if not m:
+        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in DECLARE")
+    return st.DeclareCursor(text, _name(m.group("name")), parse_inner(m.group("body")))
+
+
+def parse_fetch(text: str) -> st.Fetch:
+    m = _FETCH.match(text.strip())
+    if not m:
+        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in FETCH")
+    count = m.group("count")
+    n = None if count and count.upper() == "ALL" else int(count) if count else 1
+    timeout = m.group("timeout")
+    return st.Fetch(text, _name(m.group("name")), n, timeout.strip("'") if timeout else None)
+
+
+def parse_close(text: str) -> st.CloseCursor:
+    words = text.strip().rstrip(";").split()
+    if len(words) != 2:
+        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in CLOSE")
+    return st.CloseCursor(text, None if words[1].upper() == "ALL" else _name(words[1]))
