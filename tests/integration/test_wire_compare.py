@@ -387,3 +387,26 @@ def test_copy_to_stdout(peers: list[Peer]) -> None:
     got = compare(peers, script)
     assert types_of(got) == "H" + "d" * 5 + "cCZ" + "12H" + "dd" + "cCZ"
     assert [d for t, d in got if t == "d"][:3] == [b"0\tzero\n", b"1\tone\n", b"2\t\\N\n"]
+
+
+# ---- value encodings -------------------------------------------------------------------
+
+TYPED_SELECT = (
+    "SELECT 1::int2 AS a, -2::int4 AS b, 3000000000::int8 AS c, 1.5::float8 AS d, 0.1::float4 AS e, "
+    "'x y'::text AS f, true AS g, 12.5::numeric(10,2) AS h, -0.000123::numeric AS i, "
+    "DATE '2024-02-29' AS j, TIMESTAMP '1999-01-02 03:04:05.6' AS k, '\\x00ff'::bytea AS l, "
+    "'1 day 02:00:03'::interval AS m, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS n, "
+    "'{\"a\": [1, null]}'::jsonb AS o, ARRAY['a', NULL, 'b c'] AS p, NULL::text AS q"
+)
+
+
+@pytest.mark.parametrize("fmt", [0, 1], ids=["text", "binary"])
+def test_typed_values_encode_alike(peers: list[Peer], fmt: int) -> None:
+    def script(c: RawClient) -> list[Entry]:
+        c.send(c.parse("", TYPED_SELECT), c.bind("", "", (), (), (fmt,)), c.describe("P"),
+               c.execute(), c.sync())
+        return transcript(c)
+
+    got = compare(peers, script)
+    assert types_of(got) == "12TDCZ"
+    assert all(f == fmt for _, _, f in got[2][1])  # type: ignore[misc]

@@ -70,6 +70,10 @@ async def prepare(session: Session, stmt: st.Statement, param_oids: list[int]) -
         columns = await query.describe(session, stmt.expr, types)
     elif isinstance(stmt, (st.CopyTo, st.Subscribe, st.DeclareCursor, st.CloseCursor)):
         columns = None
+    elif isinstance(stmt, st.Explain):
+        label = {"raw": "Raw Plan", "optimized": "Optimized Plan", "physical": "Physical Plan",
+                 "timestamp": "Timestamp"}[stmt.stage]
+        columns = [api.Column(label, T.TEXT)]
     elif isinstance(stmt, st.Fetch):
         cur = session.cursors.get(stmt.name)
         columns = cur.columns if cur is not None else None

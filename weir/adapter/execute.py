@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from weir import types as T
-from weir.adapter import api, cursors, ddl, dml, query, subscribe
+from weir.adapter import api, cursors, ddl, dml, explain, query, subscribe
 from weir.adapter.session import Transaction
 from weir.adapter.show import show_query
 from weir.catalog.vars import VARS, lookup_var
@@ -38,6 +38,8 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
             return api.CopyOut(columns, batches)
         rows = await query.peek(session, stmt.query, params, types)
         return api.CopyOut(rows.columns, rows.batches)
+    if isinstance(stmt, st.Explain):
+        return await explain.explain(session, stmt)
     if isinstance(stmt, st.Subscribe):
         columns, batches = await subscribe.subscribe(session, stmt)
         return api.CopyOut(columns, batches)

@@ -32,9 +32,12 @@ new connection replaces (closes) the old one and cancels its peeks.
 
 Commands (controller -> replica)
 ================================
-- ``CreateInstance{replica_id, incarnation, logging?}``: binds the connection
-  to one incarnation of the replica. An incarnation lower than one already
-  seen is refused with ``Error`` (a zombie controller) and the socket closed.
+- ``CreateInstance{replica_id, incarnation, logging?, storage?, writer_epoch?}``:
+  binds the connection to one incarnation of the replica. An incarnation lower
+  than one already seen is refused with ``Error`` (a zombie controller) and the
+  socket closed. ``storage: {"catalog_uri", "warehouse"}`` is where the shards
+  live (the replica opens its own ShardStore on them); ``writer_epoch`` is the
+  epoch its dataflows' appends carry (default: the incarnation).
 - ``Peek{peek_id, sql, inputs, timestamp}``: run ``sql`` (Spark SQL) over
   ``inputs`` and return the rows. ``inputs`` is a list of collections::
 
@@ -50,8 +53,27 @@ Commands (controller -> replica)
 - ``CancelPeek{peek_id}``: stop the peek's Spark jobs; unknown ids are ignored.
 - ``Describe{request_id, sql, inputs}``: the result schema, by analysis only.
 - ``Ping{nonce?}``: answered by ``Pong{nonce?}``.
-- Reserved, answered with ``Error{sqlstate: "0A000"}`` for now:
-  ``CreateDataflow``, ``AllowCompaction``, ``Subscribe``.
+- ``CreateDataflow{dataflow_id, sql, inputs, output: {shard_id}, as_of, strategy}``:
+  maintain a materialized view (see weir.compute.dataflow). ``sql`` is Spark
+  SQL over temp views; ``inputs`` is a list of
+  ``{"name": "weir_u3", "shard_id": "u3", "columns"?: [{"name", ...}]}`` (the
+  shard's columns, renamed to ``columns``' names if given). The output shard
+  has the query's columns in order. ``strategy``: ``"recompute"`` (any query)
+  or ``"linear"`` (filters, projections, maps, UNION ALL; falls back to
+  recompute when the query is not). Answered by ``DataflowCreated`` or, if
+  the query cannot run, ``DataflowError{at: "create"}``. Idempotent for the
+  same definition (a controller replaying it after a reconnection).
+- ``DropDataflow{dataflow_id}``: stop it; answered by ``DataflowDropped``
+  once its thread and Spark jobs have stopped (also for unknown ids).
+- ``AllowCompaction{dataflow_id, since}``: the controller will not need the
+  dataflow's results before ``since`` (recorded; the output shard's since is
+  the coordinator's to downgrade).
+- ``UpdateInputFrontiers{uppers: {shard_id: upper}}``: the uppers of input
+  shards as the coordinator knows them (ahead of the durable ones). A dataflow
+  computes times below min over its inputs of max(announced, durable upper).
+- ``SetWriterEpoch{epoch}``: a newer writer epoch for appends (monotonic; a
+  dataflow fenced by a higher epoch waits for one).
+- Reserved, answered with ``Error{sqlstate: "0A000"}`` for now: ``Subscribe``.
 
 Responses (replica -> controller)
 =================================
@@ -76,7 +98,16 @@ Responses (replica -> controller)
   active_peeks, uptime_s}``: a heartbeat, once a second.
 - ``Error{sqlstate, message, detail?, in_reply_to?}``: a command the replica
   could not understand or refuses.
-- Reserved for later: ``Frontiers``, ``SubscribeResponse``.
+- ``DataflowCreated{dataflow_id, strategy, columns}``: the strategy it runs
+  with and the query's column names.
+- ``Frontiers{dataflow_id, write_frontier, hydrated}``: the output shard's
+  upper as this replica last saw it, sent whenever it advances (by this
+  replica's append or another's).
+- ``DataflowError{dataflow_id, sqlstate, message, detail?, hint?, at}``:
+  ``at: "create"`` (refused; not installed) or ``"run"`` (a step failed; it is
+  retried with backoff; sent again only when the error changes).
+- ``DataflowDropped{dataflow_id}``.
+- Reserved for later: ``SubscribeResponse``.
 """
 
 from __future__ import annotations
@@ -105,7 +136,12 @@ PEEK = "Peek"
 CANCEL_PEEK = "CancelPeek"
 DESCRIBE = "Describe"
 PING = "Ping"
-RESERVED_COMMANDS = frozenset({"CreateDataflow", "AllowCompaction", "Subscribe"})
+CREATE_DATAFLOW = "CreateDataflow"
+DROP_DATAFLOW = "DropDataflow"
+ALLOW_COMPACTION = "AllowCompaction"
+UPDATE_INPUT_FRONTIERS = "UpdateInputFrontiers"
+SET_WRITER_EPOCH = "SetWriterEpoch"
+RESERVED_COMMANDS = frozenset({"Subscribe"})
 
 # Responses.
 HELLO = "Hello"
@@ -117,6 +153,10 @@ DESCRIBE_RESPONSE = "DescribeResponse"
 STATUS = "Status"
 PONG = "Pong"
 ERROR = "Error"
+DATAFLOW_CREATED = "DataflowCreated"
+DATAFLOW_DROPPED = "DataflowDropped"
+DATAFLOW_ERROR = "DataflowError"
+FRONTIERS = "Frontiers"
 
 
 class ProtocolError(Exception):

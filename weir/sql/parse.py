@@ -396,6 +396,8 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return st.Transaction(text, "commit")
     if head in ("ROLLBACK", "ABORT"):
         return st.Transaction(text, "rollback")
+    if head == "EXPLAIN":
+        return _parse_explain(text)
     if head == "SUBSCRIBE":
         from weir.sql.parse_subscribe import parse_subscribe
 
@@ -488,6 +490,35 @@ def _parse_create_source(text: str) -> st.Statement:
     cluster = _ident(m.group("cluster")) if m.group("cluster") else None
     return st.CreateSource(text, _name_parts(m.group("name")), m.group("gen").lower(), opts, tables,
                            cluster, bool(m.group("ine")))
+
+
+_EXPLAIN = re.compile(
+    r"^EXPLAIN\s+(?:(?P<ts>TIMESTAMP)|(?:(?P<stage>RAW|DECORRELATED|OPTIMIZED|PHYSICAL)\s+)?PLAN)"
+    r"(?:\s+WITH\s*\((?P<opts>[^)]*)\))?(?:\s+AS\s+\w+)?\s+FOR\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
+
+
+def _parse_explain(text: str) -> st.Statement:
+    m = _EXPLAIN.match(text.strip().rstrip(";"))
+    if m is None:
+        body = text.strip()[len("EXPLAIN"):].strip()
+        if re.match(r"^(SELECT|WITH|VALUES)\b", body, re.I):  # EXPLAIN <query> = physical plan
+            inner = _parse_statement(body)
+            if isinstance(inner, st.Query):
+                return st.Explain(text, "physical", [], inner.expr)
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in EXPLAIN: {text}")
+    stage = "timestamp" if m.group("ts") else (m.group("stage") or "optimized").lower()
+    if stage == "decorrelated":
+        stage = "raw"
+    opts = [o.strip().lower() for o in (m.group("opts") or "").split(",") if o.strip()]
+    body = m.group("body").strip()
+    om = re.match(r"^(MATERIALIZED\s+VIEW|INDEX)\s+(\S+)$", body, re.I)
+    if om:
+        kind = "index" if om.group(1).upper() == "INDEX" else "materialized view"
+        return st.Explain(text, stage, opts, None, kind, _name_parts(om.group(2)))
+    inner = _parse_statement(body)
+    if not isinstance(inner, st.Query):
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "EXPLAIN needs a query, MATERIALIZED VIEW or INDEX")
+    return st.Explain(text, stage, opts, inner.expr)
 
 
 def _role_options(words: list[str]) -> st.RoleOptions:

@@ -290,8 +290,24 @@ def pg_type_of_datatype(dt_: exp.DataType) -> PgType | None:
 
 def to_spark(expr: exp.Expression) -> str:
     """Render for Spark SQL."""
-    sql = expr.sql(dialect="spark")
+    sql = _spark_types(expr).sql(dialect="spark")
     return sql
+
+
+def _spark_types(expr: exp.Expression) -> exp.Expression:
+    """PostgreSQL types whose bare Spark rendering means something else: an
+    unconstrained `numeric` is Spark's DECIMAL(10,0), which rounds 1.5 to 2; weir's
+    numeric is DECIMAL(38,10) everywhere else (columns, parameters)."""
+    if not any(d.this == exp.DataType.Type.DECIMAL and not d.expressions
+               for d in expr.find_all(exp.DataType)):
+        return expr
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.DECIMAL and not node.expressions:
+            return exp.DataType.build(T.NUMERIC.spark_ddl, dialect="spark")
+        return node
+
+    return expr.copy().transform(visit)
 
 
 def fold_typed_literals(expr: exp.Expression) -> exp.Expression:

@@ -337,3 +337,19 @@ class CloseCursor(Statement):
     @property
     def kind(self) -> str:
         return "close"
+
+
+@dataclass
+class Explain(Statement):
+    """EXPLAIN [RAW | OPTIMIZED | PHYSICAL] PLAN [WITH (...)] FOR <query | MATERIALIZED VIEW x | INDEX x>,
+    or EXPLAIN TIMESTAMP FOR <query>."""
+
+    stage: str = "physical"  # raw | optimized | physical | timestamp
+    options: list[str] = field(default_factory=list)
+    query: exp.Query | None = field(repr=False, default=None)
+    object_kind: str | None = None  # "materialized view" | "index"
+    object_name: list[str] | None = None
+
+    @property
+    def kind(self) -> str:
+        return "explain_plan" if self.stage != "timestamp" else "explain_timestamp"

@@ -1,0 +1,23 @@
+"""EXPLAIN: Spark's plans for a query, and the timestamp a read would pick."""
+
+from __future__ import annotations
+
+from tests.integration.server import WeirServer
+
+
+def test_explain_plans_and_timestamp(server: WeirServer) -> None:
+    with server.connect() as c:
+        c.execute("CREATE TABLE ex_t (x int, y text)")
+        (phys,) = c.execute("EXPLAIN PHYSICAL PLAN FOR SELECT x, count(*) FROM ex_t WHERE x > 1 GROUP BY x").fetchone()
+        lines = phys.splitlines()
+        assert any("HashAggregate" in ln for ln in lines)
+        assert any(ln.startswith("   ") for ln in lines), "children are indented"
+        (numbered,) = c.execute("EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR SELECT * FROM ex_t").fetchone()
+        assert "[node 1]" in numbered
+        (opt,) = c.execute("EXPLAIN OPTIMIZED PLAN FOR SELECT * FROM ex_t WHERE x > 1").fetchone()
+        assert "Filter" in opt
+        (raw,) = c.execute("EXPLAIN RAW PLAN FOR SELECT * FROM ex_t").fetchone()
+        assert "ex_t" in raw
+        (ts,) = c.execute("EXPLAIN TIMESTAMP FOR SELECT * FROM ex_t").fetchone()
+        assert "query timestamp:" in ts and "materialize.public.ex_t" in ts
+        assert "read frontier:" in ts and "write frontier:" in ts

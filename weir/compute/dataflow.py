@@ -1,0 +1,421 @@
+"""Materialized-view dataflows on a replica.
+
+A dataflow maintains one materialized view: it keeps the view's output shard
+equal to its query over its input shards, interval by interval. Every replica
+of a cluster runs every dataflow of the cluster and they all write the same
+output shard with compare-and-append: the first append of an interval wins,
+the others are refused (`UpperMismatch`) and resynchronise from the shard.
+
+Each dataflow runs on its own thread (Spark calls block; peeks keep running on
+the replica's peek threads). One step of its loop:
+
+1. U = the output's upper, T = min over inputs of max(upper the controller
+   announced in UpdateInputFrontiers, durable upper in Iceberg). Nothing to do
+   unless T > U.
+2. The distinct input update times in [U, T) come from Iceberg scan planning
+   (file statistics; a file spanning several times has only its mz_timestamp
+   column read). Times below the inputs' since (compacted) or the as_of are
+   forwarded to max(as_of, since); while the output's upper is <= as_of the
+   snapshot time itself is one of them (hydration).
+3. "recompute": the query runs at each of those times (inputs read as of the
+   time from their Parquet files, consolidated) and each result is diffed in
+   Spark against the previous one (the output's contents at U-1, cached;
+   loaded from the output shard when unknown). "linear": the rewritten query
+   (weir.compute.linear) runs once over the inputs' updates in [U, T).
+4. All diffs, each at its time, go into ONE compare_and_append(U -> T) with the
+   replica's writer epoch; no change appends nothing but still advances the
+   upper. A refused append means another replica won: the cached result is kept
+   if the winner wrote exactly what this replica computed, else dropped (it is
+   reloaded from the output shard when next needed). A fenced append pauses the
+   dataflow until the controller grants an epoch at least the shard's.
+
+The output shard must have the query's columns in order, and an upper <= as_of
+when the view is created (an upper > as_of means the shard already holds the
+view up to upper - 1: a replica starting late resumes from there).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from weir.compute import dataflow_io as io
+from weir.compute.engine import SparkEngine
+from weir.compute.errors import translate
+from weir.compute.linear import NotLinear, linear_rewrite
+from weir.errors import SqlState, WeirError
+from weir.storage.persist import Fenced, Shard, ShardStore, UpperMismatch
+from weir.storage.schema import Column
+
+log = logging.getLogger(__name__)
+
+TICK = 1.0
+MAX_BACKOFF = 10.0
+MAX_TIMES_PER_STEP = 16
+RECOMPUTE, LINEAR = "recompute", "linear"
+STRATEGIES = (RECOMPUTE, LINEAR)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str  # the temp view the SQL reads
+    shard_id: str
+    column_names: tuple[str, ...] | None  # as the SQL names them (default: the shard's)
+
+
+@dataclass(frozen=True)
+class DataflowSpec:
+    dataflow_id: str
+    sql: str
+    inputs: tuple[InputSpec, ...]
+    output_shard_id: str
+    as_of: int
+    strategy: str
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> DataflowSpec:
+        try:
+            inputs = []
+            for i in body.get("inputs") or []:
+                cols = i.get("columns")
+                names = tuple(str(c["name"]) for c in cols) if cols else None
+                inputs.append(InputSpec(str(i["name"]), str(i["shard_id"]), names))
+            spec = cls(str(body["dataflow_id"]), str(body["sql"]), tuple(inputs),
+                       str(body["output"]["shard_id"]), int(body["as_of"]),
+                       str(body.get("strategy") or RECOMPUTE))
+        except (KeyError, TypeError, ValueError) as e:
+            raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed CreateDataflow: {e!r}") from None
+        if spec.strategy not in STRATEGIES:
+            raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                            f"unknown dataflow strategy {spec.strategy!r}")
+        return spec
+
+    def same_definition(self, other: DataflowSpec) -> bool:
+        return (self.sql, self.inputs, self.output_shard_id, self.strategy) == \
+            (other.sql, other.inputs, other.output_shard_id, other.strategy)
+
+
+class Host(Protocol):
+    """What a dataflow needs from its replica (every method is thread-safe)."""
+
+    def emit(self, body: dict[str, Any]) -> None: ...
+
+    def fatal(self, why: str) -> None: ...
+
+    def writer_epoch(self) -> int: ...
+
+    def input_upper(self, shard_id: str) -> int: ...
+
+
+@dataclass
+class _Input:
+    name: str
+    shard: Shard
+    columns: list[Column]
+    durable_upper: int = 0
+
+
+class Dataflow:
+    def __init__(self, spec: DataflowSpec, engine: SparkEngine, host: Host) -> None:
+        self.spec = spec
+        self.engine = engine
+        self.host = host
+        self.tag = f"weir-dataflow-{spec.dataflow_id}-{uuid.uuid4().hex[:8]}"
+        self.prepared = False
+        self.effective_strategy = RECOMPUTE
+        self.upper: int | None = None  # the output's upper as this replica knows it
+        self.since: int | None = None  # from AllowCompaction (informational)
+        self.columns: list[str] = []
+        self._linear_sql: str | None = None
+        self._schema: Any = None
+        self._out: Shard
+        self._inputs: list[_Input] = []
+        self._prev: Any = None  # counted DataFrame: the output's contents at upper - 1
+        self._fenced_at: int | None = None
+        self._error: str | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- set-up (blocking; on a worker thread) -----------------------------------------
+
+    def prepare(self, store: ShardStore) -> None:
+        """Open the shards and analyse the query; raises WeirError if it cannot run."""
+        spec = self.spec
+        self._out = store.open_shard(spec.output_shard_id)
+        for i in spec.inputs:
+            shard = store.open_shard(i.shard_id)
+            cols = list(shard.columns)
+            if i.column_names is not None:
+                if len(i.column_names) != len(cols):
+                    raise WeirError(SqlState.DATATYPE_MISMATCH,
+                                    f"input {i.name} names {len(i.column_names)} columns, "
+                                    f"shard {i.shard_id} has {len(cols)}")
+                cols = [(n, t, nl) for n, (_, t, nl) in zip(i.column_names, cols, strict=True)]
+            self._inputs.append(_Input(i.name, shard, cols))
+        try:
+            session = self.engine.spark.newSession()
+            for inp in self._inputs:
+                io.contents_view(session, [], inp.columns, 0).createOrReplaceTempView(inp.name)
+            self._schema = session.sql(spec.sql).schema
+        except Exception as e:
+            raise translate(e) from None
+        width = len(self._schema.fields)
+        if width != len(self._out.columns):
+            raise WeirError(SqlState.DATATYPE_MISMATCH,
+                            f"the query has {width} columns but output shard "
+                            f"{spec.output_shard_id} has {len(self._out.columns)}")
+        self.columns = [f.name for f in self._schema.fields]
+        if spec.strategy == LINEAR:
+            self._linear_sql = self._linear()
+        self.effective_strategy = LINEAR if self._linear_sql else RECOMPUTE
+        self.prepared = True
+
+    def _linear(self) -> str | None:
+        try:
+            sql = linear_rewrite(self.spec.sql, {i.name: [c[0] for c in i.columns] for i in self._inputs})
+            session = self.engine.spark.newSession()
+            for inp in self._inputs:
+                io.updates_view(session, [], inp.columns, 0, 1).createOrReplaceTempView(inp.name)
+            if len(session.sql(sql).columns) != len(self._schema.fields) + 2:
+                raise NotLinear("the rewrite changed the number of columns")
+            return sql
+        except Exception as e:  # NotLinear, or Spark refusing the rewrite
+            log.info("dataflow %s: recomputing (not linear: %s)", self.spec.dataflow_id, e)
+            return None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"dataflow-{self.spec.dataflow_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def frontiers_body(self) -> dict[str, Any] | None:
+        if self.upper is None:
+            return None
+        return {"type": "Frontiers", "dataflow_id": self.spec.dataflow_id,
+                "write_frontier": self.upper, "hydrated": self.upper > self.spec.as_of}
+
+    def _run(self) -> None:
+        sc = self.engine.sc
+        sc.addJobTag(self.tag)
+        sc.setInterruptOnCancel(True)
+        sc.setJobDescription(f"dataflow {self.spec.dataflow_id}")
+        delay = TICK
+        try:
+            while not self._stop.is_set():
+                try:
+                    more = self._step()
+                    self._error, delay = None, TICK
+                    if more:
+                        continue
+                except Fenced as e:
+                    log.warning("dataflow %s fenced by epoch %d; waiting for a newer epoch",
+                                self.spec.dataflow_id, e.current_epoch)
+                    self._fenced_at = e.current_epoch
+                except Exception as e:
+                    if self._stop.is_set():
+                        break
+                    if self.engine.jvm_gone(e):
+                        self.host.fatal(f"the Spark JVM died in dataflow {self.spec.dataflow_id}")
+                        return
+                    self._failed(translate(e))
+                    delay = min(max(TICK, delay * 2), MAX_BACKOFF)
+                self._wake.wait(delay)
+                self._wake.clear()
+        finally:
+            self._drop_prev()
+            try:
+                sc.removeJobTag(self.tag)
+            except Exception:  # the session may be stopping
+                pass
+
+    def _failed(self, err: WeirError) -> None:
+        log.warning("dataflow %s: %s", self.spec.dataflow_id, err)
+        self._drop_prev()  # it may depend on files or blocks that are gone
+        text = f"{err.sqlstate}:{err.message}"
+        if text != self._error:
+            self._error = text
+            self.host.emit({"type": "DataflowError", "dataflow_id": self.spec.dataflow_id,
+                            "sqlstate": err.sqlstate, "message": err.message,
+                            "detail": err.detail, "hint": err.hint, "at": "run"})
+
+    # -- one step ------------------------------------------------------------------------
+
+    def _advance_to(self, upper: int) -> None:
+        if self.upper is not None and upper <= self.upper:
+            return
+        self.upper = upper
+        body = self.frontiers_body()
+        assert body is not None
+        self.host.emit(body)
+
+    def _input_upper(self, known: int) -> int:
+        """min over inputs of max(announced upper, durable upper); polls Iceberg only
+        for inputs not announced past `known`."""
+        result: int | None = None
+        for inp in self._inputs:
+            u = max(self.host.input_upper(inp.shard.shard_id), inp.durable_upper)
+            if u <= known:
+                inp.durable_upper = max(inp.durable_upper, inp.shard.frontiers().upper)
+                u = max(u, inp.durable_upper)
+            result = u if result is None else min(result, u)
+        return known + 1 if result is None else result  # no inputs: constant, always complete
+
+    def _step(self) -> bool:
+        """One interval; True if there may be more to do at once."""
+        epoch = self.host.writer_epoch()
+        if self._fenced_at is not None:
+            if epoch < self._fenced_at:
+                return False
+            self._fenced_at = None
+        if self.upper is None:
+            self._advance_to(self._out.frontiers().upper)
+        assert self.upper is not None
+        upper = self._input_upper(self.upper)
+        if upper <= self.upper:
+            return False
+        current = self._out.frontiers().upper
+        if current > self.upper:
+            self._caught_up(current)
+        lower = self.upper
+        if upper <= lower:
+            return False
+        plans = [io.plan_shard(inp.shard, upper, lower) for inp in self._inputs]
+        for inp, p in zip(self._inputs, plans, strict=True):
+            inp.durable_upper = max(inp.durable_upper, p.frontiers.upper)
+        since = max((p.frontiers.since for p in plans), default=0)
+        floor = max(self.spec.as_of, since)
+        if upper <= floor:
+            return False  # not readable yet (as_of not complete, or inputs compacted past it)
+        times = {max(t, floor) for p in plans for t in p.times}
+        if lower <= self.spec.as_of:
+            times.add(floor)  # hydration: the snapshot at as_of
+        ordered = sorted(times)
+        more = len(ordered) > MAX_TIMES_PER_STEP
+        if more:
+            upper, ordered = ordered[MAX_TIMES_PER_STEP], ordered[:MAX_TIMES_PER_STEP]
+        updates: pa.Table | None = None
+        result: Any = None
+        if ordered:
+            if self._linear_sql is not None and lower > self.spec.as_of and since < lower:
+                updates = self._apply_linear(plans, lower, upper)
+            else:
+                updates, result = self._recompute(plans, ordered, lower)
+        try:
+            self._out.compare_and_append(updates, lower, upper, epoch)
+        except UpperMismatch as e:
+            self._lost_race(e.current, lower, upper, updates, result)
+            return True
+        except BaseException:
+            _release(result)
+            raise
+        if ordered:
+            self._drop_prev()
+            self._prev = None if self._linear_sql is not None else result
+            if self._prev is None:
+                _release(result)
+        self._advance_to(upper)
+        return more
+
+    def _recompute(self, plans: list[io.Plan], times: list[int], lower: int) -> tuple[pa.Table, Any]:
+        from pyspark.sql import functions as F
+
+        prev = self._prev_at(lower)
+        width = len(self._schema.fields)
+        results: list[Any] = []
+        try:
+            for t in times:
+                session = self.engine.spark.newSession()
+                for inp, p in zip(self._inputs, plans, strict=True):
+                    io.contents_view(session, p.files, inp.columns, t).createOrReplaceTempView(inp.name)
+                results.append(io.counted(session.sql(self.spec.sql), self._schema).cache())
+            parts, before = [], prev
+            for t, r in zip(times, results, strict=True):
+                parts.append(io.difference(before, r, width).withColumn(io.TIME, F.lit(t).cast("bigint")))
+                before = r
+            data = reduce(lambda a, b: a.unionByName(b), parts).toArrow()
+        except BaseException:
+            for r in results:
+                _release(r)
+            raise
+        for r in results[:-1]:
+            _release(r)
+        return io.output_updates(data, self._out.columns), results[-1]
+
+    def _apply_linear(self, plans: list[io.Plan], lower: int, upper: int) -> pa.Table:
+        session = self.engine.spark.newSession()
+        for inp, p in zip(self._inputs, plans, strict=True):
+            io.updates_view(session, p.files, inp.columns, lower, upper).createOrReplaceTempView(inp.name)
+        assert self._linear_sql is not None
+        data = io.linear_updates(session.sql(self._linear_sql), self._schema).toArrow()
+        return io.output_updates(data, self._out.columns)
+
+    def _prev_at(self, lower: int) -> Any:
+        """The output's contents at lower - 1 (cached; read from the shard when unknown)."""
+        if self._prev is None:
+            plan = io.plan_shard(self._out, lower)
+            session = self.engine.spark.newSession()
+            self._prev = io.stored_counted(session, plan.files, self._out.columns, self._schema,
+                                           as_of=lower - 1).cache()
+        return self._prev
+
+    def _lost_race(self, current: int, lower: int, upper: int, ours: pa.Table | None,
+                   result: Any) -> None:
+        """Another replica appended first: adopt its progress."""
+        keep = False
+        if result is not None and current == upper:
+            try:
+                theirs = self._out.read_updates(lower, upper)
+                keep = io.same_updates(ours, theirs, self._out.columns)
+            except WeirError:
+                keep = False
+        if keep:
+            self._drop_prev()
+            self._prev = result
+            self._advance_to(current)
+            return
+        _release(result)
+        self._caught_up(current)
+
+    def _caught_up(self, current: int) -> None:
+        """The output advanced to `current` without us: keep the cached contents only if
+        nothing was appended since."""
+        if self._prev is not None and self.upper is not None:
+            if current < self.upper or io.plan_shard(self._out, current, self.upper).times:
+                self._drop_prev()
+        self._advance_to(current)
+
+    def _drop_prev(self) -> None:
+        _release(self._prev)
+        self._prev = None
+
+
+def _release(df: Any) -> None:
+    if df is not None:
+        try:
+            df.unpersist()
+        except Exception:  # the session may be stopping
+            pass
+
+
+StoreFn = Callable[[], ShardStore]

@@ -1,0 +1,215 @@
+"""What a dataflow reads and writes: scan plans of shards, Spark DataFrames over
+their Parquet files, consolidated differences, and the updates it appends.
+
+Conventions inside a dataflow: a *counted* collection is a DataFrame with the
+query's columns renamed by position (`__c0`, `__c1`, ...) plus `__weir_n`, the
+row's multiplicity; diffs and contents are both counted collections (a diff
+may have negative counts). Every function here blocks (py4j, Iceberg) and runs
+on the dataflow's thread.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyiceberg.conversions import from_bytes
+from pyiceberg.expressions import LessThan
+from pyiceberg.types import LongType
+
+from weir.compute.engine import query_expr, stored_ddl
+from weir.compute.linear import DIFF, TIME
+from weir.storage.maintenance import local_path
+from weir.storage.persist import Frontiers, Shard
+from weir.storage.schema import DIFF_COL, TIME_COL, Column, from_storage, to_storage
+
+N = "__weir_n"
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def pos(i: int) -> str:
+    return f"__c{i}"
+
+
+@dataclass
+class Plan:
+    """One shard's files holding every update before `upper`, from one snapshot."""
+
+    frontiers: Frontiers
+    files: list[str] = field(default_factory=list)
+    times: set[int] = field(default_factory=set)  # distinct update times in [lower, upper)
+
+
+def _bound(bounds: dict[int, bytes] | None, field_id: int) -> int | None:
+    raw = (bounds or {}).get(field_id)
+    return None if raw is None else int(from_bytes(LongType(), raw))
+
+
+def plan_shard(shard: Shard, upper: int, lower: int | None = None) -> Plan:
+    """Refresh `shard`, list its files with updates before `upper` and, if `lower` is
+    given, the distinct times in [lower, upper) (from file statistics where a file
+    holds a single time, else from its mz_timestamp column)."""
+    f = shard.frontiers()
+    table = shard.table
+    plan = Plan(f)
+    snap = table.current_snapshot()
+    if snap is None:
+        return plan
+    tid = table.schema().find_field(TIME_COL).field_id
+    for task in table.scan(row_filter=LessThan(TIME_COL, upper), snapshot_id=snap.snapshot_id).plan_files():
+        df = task.file
+        path = local_path(df.file_path)
+        plan.files.append(path)
+        if lower is None:
+            continue
+        lo, hi = _bound(df.lower_bounds, tid), _bound(df.upper_bounds, tid)
+        if hi is not None and hi < lower:
+            continue
+        if lo is not None and lo == hi:
+            if lower <= lo < upper:
+                plan.times.add(lo)
+            continue
+        times = pc.unique(pq.read_table(path, columns=[TIME_COL])[TIME_COL]).to_pylist()
+        plan.times.update(t for t in times if lower <= t < upper)
+    return plan
+
+
+# ---- DataFrames over shard files -------------------------------------------------------
+
+
+def _raw(session: Any, files: Sequence[str], columns: Sequence[Column]) -> Any:
+    from pyspark.sql.types import StructType
+
+    ddl = ", ".join([f"{_quote(n)} {stored_ddl(t)}" for n, t, _ in columns]
+                    + [f"{TIME_COL} BIGINT", f"{DIFF_COL} BIGINT"])
+    schema = StructType.fromDDL(ddl)
+    if files:
+        return session.read.schema(schema).parquet(*files)
+    return session.createDataFrame([], schema)
+
+
+def _typed(columns: Sequence[Column]) -> list[str]:
+    return [f"{query_expr(_quote(n), t)} AS {_quote(n)}" for n, t, _ in columns]
+
+
+def contents_view(session: Any, files: Sequence[str], columns: Sequence[Column], as_of: int) -> Any:
+    """The collection at `as_of` as plain rows (each repeated by its count), query types."""
+    from pyspark.sql import functions as F
+
+    data = [F.col(_quote(n)) for n, _, _ in columns]
+    df = (_raw(session, files, columns).where(F.col(TIME_COL) <= F.lit(as_of))
+          .groupBy(*data).agg(F.sum(DIFF_COL).alias(N)).where(F.col(N) > 0)
+          .withColumn("__weir_i", F.explode(F.sequence(F.lit(1).cast("bigint"), F.col(N)))))
+    return df.selectExpr(*_typed(columns))
+
+
+def updates_view(session: Any, files: Sequence[str], columns: Sequence[Column], lower: int,
+                 upper: int) -> Any:
+    """Updates with lower <= time < upper: query-typed columns + `__weir_t`, `__weir_d`."""
+    from pyspark.sql import functions as F
+
+    df = _raw(session, files, columns).where(
+        (F.col(TIME_COL) >= F.lit(lower)) & (F.col(TIME_COL) < F.lit(upper)))
+    return df.selectExpr(*_typed(columns), f"{TIME_COL} AS {TIME}", f"{DIFF_COL} AS {DIFF}")
+
+
+def _cast_positional(df: Any, schema: Any) -> Any:
+    """Rename `df`'s leading columns by position and cast them to `schema`'s types."""
+    from pyspark.sql import functions as F
+
+    width = len(schema.fields)
+    rest = df.columns[width:]
+    df = df.toDF(*[pos(i) for i in range(width)], *rest)  # by position: names may repeat
+    out = [F.col(pos(i)).cast(f.dataType).alias(pos(i)) for i, f in enumerate(schema.fields)]
+    return df.select(*out, *[F.col(_quote(c)) for c in rest])
+
+
+def stored_counted(session: Any, files: Sequence[str], columns: Sequence[Column], schema: Any, *,
+                   as_of: int | None = None, lower: int | None = None) -> Any:
+    """A shard's contents at `as_of` (or its updates in [lower, as_of]) as a counted
+    collection with `schema`'s types, consolidated, zero counts dropped."""
+    from pyspark.sql import functions as F
+
+    df = _raw(session, files, columns)
+    if as_of is not None:
+        df = df.where(F.col(TIME_COL) <= F.lit(as_of))
+    if lower is not None:
+        df = df.where(F.col(TIME_COL) >= F.lit(lower))
+    df = _cast_positional(df.selectExpr(*_typed(columns), f"{DIFF_COL} AS {N}"), schema)
+    return consolidated(df, len(schema.fields))
+
+
+def consolidated(df: Any, width: int) -> Any:
+    """Sum `__weir_n` per distinct row of a counted collection; drop zeros."""
+    from pyspark.sql import functions as F
+
+    keys = [F.col(pos(i)) for i in range(width)]
+    return df.groupBy(*keys).agg(F.sum(N).alias(N)).where(F.col(N) != 0)
+
+
+def counted(result: Any, schema: Any) -> Any:
+    """A query result (plain rows) as a counted collection."""
+    from pyspark.sql import functions as F
+
+    df = _cast_positional(result, schema)
+    return df.groupBy(*[F.col(pos(i)) for i in range(len(schema.fields))]).agg(
+        F.count(F.lit(1)).cast("bigint").alias(N))
+
+
+def difference(old: Any, new: Any, width: int) -> Any:
+    """new - old, consolidated."""
+    from pyspark.sql import functions as F
+
+    return consolidated(new.unionByName(old.withColumn(N, -F.col(N))), width)
+
+
+def linear_updates(result: Any, schema: Any) -> Any:
+    """The linear query's output (columns + __weir_t, __weir_d) consolidated per (row, time)."""
+    from pyspark.sql import functions as F
+
+    df = _cast_positional(result, schema)
+    keys = [F.col(pos(i)) for i in range(len(schema.fields))] + [F.col(TIME)]
+    return df.groupBy(*keys).agg(F.sum(DIFF).alias(N)).where(F.col(N) != 0)
+
+
+# ---- what is appended ----------------------------------------------------------------
+
+
+def output_updates(data: pa.Table, columns: Sequence[Column]) -> pa.Table:
+    """Counted rows with `__weir_t` (Arrow from Spark) -> updates named like the output shard."""
+    width = len(columns)
+    arrays = [data.column(pos(i)) for i in range(width)]
+    arrays += [data.column(TIME).cast(pa.int64()), data.column(N).cast(pa.int64())]
+    return pa.Table.from_arrays(arrays, names=[c[0] for c in columns] + [TIME_COL, DIFF_COL])
+
+
+def same_updates(ours: pa.Table | None, theirs: pa.Table, columns: list[Column],
+                 limit: int = 100_000) -> bool:
+    """Whether two sets of updates are equal as multisets of (row, time) (False if too big to tell)."""
+    if ours is None or ours.num_rows == 0:
+        return theirs.num_rows == 0
+    if ours.num_rows > limit or theirs.num_rows > limit:
+        return False
+    mine = from_storage(to_storage(ours, columns), columns)
+    names = [c[0] for c in columns] + [TIME_COL]
+
+    def bag(t: pa.Table) -> Counter[tuple[Any, ...]]:
+        c: Counter[tuple[Any, ...]] = Counter()
+        cols = [t.column(n).to_pylist() for n in names]
+        for row, d in zip(zip(*cols, strict=True), t.column(DIFF_COL).to_pylist(), strict=True):
+            c[tuple(_hashable(v) for v in row)] += d
+        return Counter({k: v for k, v in c.items() if v})
+
+    return bag(mine) == bag(theirs)
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v

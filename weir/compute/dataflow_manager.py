@@ -1,0 +1,193 @@
+"""The replica's side of the dataflow commands: installs, drops and feeds dataflows.
+
+Dataflows belong to the replica process, not to a controller connection: they
+keep running while the controller reconnects, and a replayed CreateDataflow
+with the same definition is answered again (DataflowCreated, then the current
+Frontiers) instead of starting a second copy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from weir.compute import protocol as P
+from weir.compute.dataflow import Dataflow, DataflowSpec
+from weir.compute.engine import SparkEngine
+from weir.compute.errors import translate
+from weir.errors import SqlState, WeirError
+from weir.storage.persist import ShardStore
+
+log = logging.getLogger(__name__)
+
+DROP_TIMEOUT = 30.0
+
+
+class DataflowManager:
+    """Every dataflow of one replica; implements `weir.compute.dataflow.Host`."""
+
+    def __init__(self, engine: SparkEngine, send: Callable[[dict[str, Any]], None],
+                 fatal: Callable[[str], None]) -> None:
+        self.engine = engine
+        self._send = send  # called on the event loop: sends on the current connection
+        self._fatal = fatal  # called on the event loop
+        self.dataflows: dict[str, Dataflow] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self._uppers: dict[str, int] = {}
+        self._epoch = 0
+        self._storage: dict[str, Any] | None = None
+        self._store: ShardStore | None = None
+        self._store_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dataflow-ctl")
+
+    # -- Host (thread-safe) ----------------------------------------------------------------
+
+    def emit(self, body: dict[str, Any]) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._send, body)
+        except RuntimeError:  # the loop is closed: the replica is exiting
+            pass
+
+    def fatal(self, why: str) -> None:
+        if self._loop is not None:
+            try:
+                self._loop.call_soon_threadsafe(self._fatal, why)
+            except RuntimeError:
+                pass
+
+    def writer_epoch(self) -> int:
+        with self._lock:
+            return self._epoch
+
+    def input_upper(self, shard_id: str) -> int:
+        with self._lock:
+            return self._uppers.get(shard_id, 0)
+
+    # -- commands (on the event loop) ------------------------------------------------------
+
+    def configure(self, storage: Mapping[str, Any] | None, writer_epoch: int | None,
+                  incarnation: int) -> None:
+        """From CreateInstance: where shards live, and the epoch writes carry."""
+        self._loop = asyncio.get_running_loop()
+        if storage:
+            self._storage = dict(storage)
+        self.set_writer_epoch({"epoch": writer_epoch if writer_epoch is not None else incarnation})
+
+    def set_writer_epoch(self, body: Mapping[str, Any]) -> None:
+        epoch = int(body.get("epoch", 0))
+        with self._lock:
+            if epoch <= self._epoch:
+                return
+            self._epoch = epoch
+        for df in list(self.dataflows.values()):
+            df.wake()
+
+    def update_input_frontiers(self, body: Mapping[str, Any]) -> None:
+        changed: set[str] = set()
+        with self._lock:
+            for shard_id, upper in (body.get("uppers") or {}).items():
+                if int(upper) > self._uppers.get(str(shard_id), 0):
+                    self._uppers[str(shard_id)] = int(upper)
+                    changed.add(str(shard_id))
+        if changed:
+            for df in list(self.dataflows.values()):
+                if any(i.shard_id in changed for i in df.spec.inputs):
+                    df.wake()
+
+    def allow_compaction(self, body: Mapping[str, Any]) -> None:
+        """Recorded only: the output shard's since is the coordinator's to downgrade."""
+        df = self.dataflows.get(str(body.get("dataflow_id")))
+        if df is not None and body.get("since") is not None:
+            df.since = max(df.since or 0, int(body["since"]))
+
+    def _store_for(self) -> ShardStore:
+        with self._store_lock:
+            if self._store is None:
+                if not self._storage:
+                    raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
+                                    "this replica has no storage configuration (CreateInstance.storage)")
+                self._store = ShardStore(str(self._storage["catalog_uri"]),
+                                         str(self._storage["warehouse"]))
+            return self._store
+
+    def _error(self, dataflow_id: Any, err: WeirError, at: str) -> None:
+        self._send({"type": P.DATAFLOW_ERROR, "dataflow_id": dataflow_id, "sqlstate": err.sqlstate,
+                    "message": err.message, "detail": err.detail, "hint": err.hint, "at": at})
+
+    async def create(self, body: Mapping[str, Any]) -> None:
+        self._loop = asyncio.get_running_loop()
+        try:
+            spec = DataflowSpec.from_body(body)
+        except WeirError as e:
+            self._error(body.get("dataflow_id"), e, "create")
+            return
+        existing = self.dataflows.get(spec.dataflow_id)
+        if existing is not None:
+            if not existing.spec.same_definition(spec):
+                self._error(spec.dataflow_id, WeirError(
+                    SqlState.DUPLICATE_OBJECT,
+                    f"dataflow {spec.dataflow_id} already exists with another definition"), "create")
+            elif existing.prepared:
+                self._created(existing)
+            return  # still preparing: that create answers
+        df = Dataflow(spec, self.engine, self)
+        self.dataflows[spec.dataflow_id] = df
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._pool, lambda: df.prepare(self._store_for()))
+        except Exception as e:
+            if self.dataflows.get(spec.dataflow_id) is df:
+                del self.dataflows[spec.dataflow_id]
+            err = translate(e)
+            log.info("dataflow %s refused: %s", spec.dataflow_id, err)
+            self._error(spec.dataflow_id, err, "create")
+            return
+        if self.dataflows.get(spec.dataflow_id) is not df:
+            return  # dropped while preparing
+        log.info("dataflow %s installed (%s, as_of %d)", spec.dataflow_id, df.effective_strategy,
+                 spec.as_of)
+        self._created(df)
+        df.start()
+
+    def _created(self, df: Dataflow) -> None:
+        self._send({"type": P.DATAFLOW_CREATED, "dataflow_id": df.spec.dataflow_id,
+                    "strategy": df.effective_strategy, "columns": df.columns})
+        frontiers = df.frontiers_body()
+        if frontiers is not None:
+            self._send(frontiers)
+
+    async def drop(self, body: Mapping[str, Any]) -> None:
+        dataflow_id = str(body.get("dataflow_id"))
+        df = self.dataflows.pop(dataflow_id, None)
+        if df is not None:
+            await self._stop(df)
+            log.info("dataflow %s dropped", dataflow_id)
+        self._send({"type": P.DATAFLOW_DROPPED, "dataflow_id": dataflow_id})
+
+    async def _stop(self, df: Dataflow) -> None:
+        df.stop()
+        loop = asyncio.get_running_loop()
+
+        def stop() -> None:
+            try:
+                self.engine.cancel(df.tag)
+            except Exception as e:  # the session may be stopping
+                log.debug("cancel %s: %s", df.tag, e)
+            df.join(DROP_TIMEOUT)
+
+        await loop.run_in_executor(None, stop)
+
+    async def stop_all(self) -> None:
+        dfs = list(self.dataflows.values())
+        self.dataflows.clear()
+        if dfs:
+            await asyncio.gather(*(self._stop(df) for df in dfs), return_exceptions=True)
+        self._pool.shutdown(wait=False, cancel_futures=True)
