@@ -122,11 +122,8 @@ def choose_timestamp(session: Session, inputs: dict[str, RelationDesc], *, for_w
     ts = session.coord.oracle.read_ts()
     storage = session.coord.storage
     for sid in inputs:
-        since, upper = storage.frontiers(sid)
-        if ts < since:
-            ts = since
-        if ts >= upper:
-            raise WeirError(SqlState.INTERNAL_ERROR, f"timestamp {ts} not yet readable for {sid}")
+        since, _ = storage.frontiers(sid)
+        ts = max(ts, since)
     if txn is not None and txn.explicit:
         txn.read_ts = ts
     return ts
@@ -208,6 +205,8 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
         ts = choose_timestamp(session, resolved.inputs, for_write=for_write)
     hold = coord.storage.acquire_read_hold(list(resolved.inputs), ts)
     try:
+        # strict serializable: a view maintained by a replica may trail the oracle; wait for it
+        await coord.storage.wait_for_upper(list(resolved.inputs), ts)
         names = name_outputs(resolved.expr)
         body = substitute_session_functions(resolved.expr, session.context(ts))
         body = typed_division(body, _spark_schema(resolved.inputs))

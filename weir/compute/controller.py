@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from weir.compute import protocol as P
+from weir.compute.dataflow_control import DataflowControl
 from weir.compute.errors import OUT_OF_MEMORY
 from weir.compute.sizes import resolve_size
 from weir.errors import SqlState, WeirError
@@ -103,7 +104,7 @@ class _Conn:
         self.closed = False
         self.task: asyncio.Task[None] | None = None
 
-    async def handshake(self, incarnation: int) -> dict[str, Any]:
+    async def handshake(self, incarnation: int, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         hello = await P.read_message(self.reader)
         if hello is None or hello.type != P.HELLO:
             raise P.ProtocolError(f"expected Hello, got {hello and hello.type}")
@@ -111,7 +112,7 @@ class _Conn:
             raise P.ProtocolError(f"replica speaks protocol {hello.body.get('protocol')}, "
                                   f"controller {P.PROTOCOL_VERSION}")
         await self.out.send({"type": P.CREATE_INSTANCE, "replica_id": self.replica.replica_id,
-                             "incarnation": incarnation})
+                             "incarnation": incarnation, **(extra or {})})
         while True:
             msg = await P.read_message(self.reader)
             if msg is None:
@@ -156,6 +157,8 @@ class _Conn:
                 fut.set_result(msg)
         elif kind == P.ERROR:
             log.warning("replica %s: %s", self.replica.replica_id, body.get("message"))
+        elif self.controller._dataflows.on_message(self, msg):
+            pass
         elif kind != P.PONG:
             log.warning("replica %s sent unexpected %s", self.replica.replica_id, kind)
 
@@ -191,6 +194,7 @@ class _Conn:
             if not fut.done():
                 fut.set_exception(_ReplicaGone())
         self.describes.clear()
+        self.controller._dataflows.on_lost(self)
         self.controller._conn_lost(self, reason)
 
 
@@ -293,9 +297,16 @@ async def _maybe_await(value: Any) -> Any:
 
 
 class ComputeController:
+    """`storage_config` ({"catalog_uri", "warehouse"}) goes to every replica so its
+    dataflows can open the shards; `epoch` (the environment's, growing across
+    restarts) seeds the writer epochs of dataflow appends (see dataflow_control)."""
+
     def __init__(self, orchestrator: Orchestrator, *, ready_timeout: float = 60.0, peek_attempts: int = 2,
-                 connect_timeout: float = 30.0) -> None:
+                 connect_timeout: float = 30.0, storage_config: Mapping[str, Any] | None = None,
+                 epoch: int | None = None) -> None:
         self.orchestrator = orchestrator
+        self.storage_config = dict(storage_config) if storage_config else None
+        self._dataflows = DataflowControl(self, epoch)
         self.ready_timeout = ready_timeout
         self.peek_attempts = peek_attempts
         self.connect_timeout = connect_timeout
@@ -350,6 +361,7 @@ class ComputeController:
         await self.orchestrator.drop_replica(replica_id)
         if r.conn is not None:
             r.conn.lost("replica dropped")
+        self._dataflows.on_replica_dropped(replica_id)
         self._notify()
 
     async def stop(self) -> None:
@@ -379,8 +391,11 @@ class ComputeController:
         assert r.address is not None
         reader, writer = await asyncio.open_connection(*r.address)
         conn = _Conn(self, r, reader, writer)
+        extra: dict[str, Any] = {"writer_epoch": self._dataflows.next_epoch(r.cluster_id)}
+        if self.storage_config:
+            extra["storage"] = self.storage_config
         try:
-            hello = await conn.handshake(incarnation)
+            hello = await conn.handshake(incarnation, extra)
         except BaseException:
             writer.close()
             raise
@@ -390,6 +405,7 @@ class ComputeController:
         r.ui_url = hello.get("ui_url")
         r.last_heartbeat = time.time()
         conn.start()
+        self._dataflows.on_connected(conn)
         log.info("replica %s incarnation %d online (pid %s, Spark UI %s)", r.replica_id,
                  incarnation, r.pid, r.ui_url)
         self._notify()
@@ -528,3 +544,38 @@ class ComputeController:
                          f"every replica of cluster '{cluster_id}' failed while {doing}",
                          detail=f"{attempts} attempts. Replica states: {states}.")
 
+    # -- dataflows (materialized views) -----------------------------------
+
+    async def create_dataflow(self, cluster_id: str, dataflow_id: str, sql: str,
+                              inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
+                              strategy: str = "recompute") -> str:
+        """Install a materialized-view dataflow on every replica of the cluster, now and
+        whenever one (re)connects. Returns once a replica accepted it, with the strategy it
+        runs ("linear" falls back to "recompute" for non-linear queries); raises WeirError
+        if the query cannot run. `inputs`: [{"name", "shard_id", "columns"?}]."""
+        return await self._dataflows.create(cluster_id, dataflow_id, sql, inputs, output_shard_id,
+                                            as_of, strategy)
+
+    async def drop_dataflow(self, cluster_id: str, dataflow_id: str) -> None:
+        """Uninstall it; returns once the connected replicas stopped it (or 30 s passed)."""
+        await self._dataflows.drop(cluster_id, dataflow_id)
+
+    def allow_compaction(self, cluster_id: str, dataflow_id: str, since: int) -> None:
+        """Nothing will read the dataflow's output before `since` (replays start there)."""
+        self._dataflows.allow_compaction(cluster_id, dataflow_id, since)
+
+    def update_input_frontiers(self, uppers: Mapping[str, int]) -> None:
+        """Announce the uppers of shards the coordinator writes to every replica."""
+        self._dataflows.update_input_frontiers(uppers)
+
+    def write_frontiers(self) -> dict[str, dict[str, int]]:
+        """dataflow id -> replica id -> the output upper that replica last reported."""
+        return self._dataflows.write_frontiers()
+
+    def dataflow_errors(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """dataflow id -> replica id -> its last DataflowError (cleared when it progresses)."""
+        return {d: dict(df.errors) for d, df in self._dataflows.dataflows.items() if df.errors}
+
+    def dataflow_strategies(self) -> dict[str, dict[str, str]]:
+        """dataflow id -> replica id -> the strategy it runs."""
+        return {d: dict(df.strategies) for d, df in self._dataflows.dataflows.items()}

@@ -47,6 +47,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from weir.compute import dataflow_io as io
+from weir.compute import protocol as P
 from weir.compute.engine import SparkEngine
 from weir.compute.errors import translate
 from weir.compute.linear import NotLinear, linear_rewrite
@@ -212,7 +213,7 @@ class Dataflow:
     def frontiers_body(self) -> dict[str, Any] | None:
         if self.upper is None:
             return None
-        return {"type": "Frontiers", "dataflow_id": self.spec.dataflow_id,
+        return {"type": P.FRONTIERS, "dataflow_id": self.spec.dataflow_id,
                 "write_frontier": self.upper, "hydrated": self.upper > self.spec.as_of}
 
     def _run(self) -> None:
@@ -255,7 +256,7 @@ class Dataflow:
         text = f"{err.sqlstate}:{err.message}"
         if text != self._error:
             self._error = text
-            self.host.emit({"type": "DataflowError", "dataflow_id": self.spec.dataflow_id,
+            self.host.emit({"type": P.DATAFLOW_ERROR, "dataflow_id": self.spec.dataflow_id,
                             "sqlstate": err.sqlstate, "message": err.message,
                             "detail": err.detail, "hint": err.hint, "at": "run"})
 

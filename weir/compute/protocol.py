@@ -95,7 +95,7 @@ Responses (replica -> controller)
 - ``DescribeResponse{request_id, status: "ok"|"error", error?}``; ``"ok"``
   carries ``attachments: 1``: the Arrow schema.
 - ``Status{replica_id, incarnation, heartbeat, time, pid, ui_url,
-  active_peeks, uptime_s}``: a heartbeat, once a second.
+  active_peeks, dataflows, uptime_s}``: a heartbeat, once a second.
 - ``Error{sqlstate, message, detail?, in_reply_to?}``: a command the replica
   could not understand or refuses.
 - ``DataflowCreated{dataflow_id, strategy, columns}``: the strategy it runs

@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from weir.compute import protocol as P
+from weir.compute.dataflow_manager import DataflowManager
 from weir.compute.engine import SparkEngine
 from weir.compute.errors import error_fields, translate
 from weir.compute.sizes import ReplicaSize, resolve_size
@@ -72,6 +73,7 @@ class Replica:
         self.heartbeat = 0
         self.stopping = asyncio.Event()
         self.exit_code = 0
+        self.dataflows = DataflowManager(engine, self._send_current, self._fatal)
 
     # -- connections ------------------------------------------------------
 
@@ -132,6 +134,16 @@ class Replica:
             await conn.out.send({"type": P.PONG, "nonce": body.get("nonce")})
         elif kind == P.CREATE_INSTANCE:
             await self._create_instance(conn, body)
+        elif kind == P.UPDATE_INPUT_FRONTIERS:
+            self.dataflows.update_input_frontiers(body)
+        elif kind == P.CREATE_DATAFLOW:
+            self._spawn(conn, self.dataflows.create(body))
+        elif kind == P.DROP_DATAFLOW:
+            self._spawn(conn, self.dataflows.drop(body))
+        elif kind == P.ALLOW_COMPACTION:
+            self.dataflows.allow_compaction(body)
+        elif kind == P.SET_WRITER_EPOCH:
+            self.dataflows.set_writer_epoch(body)
         elif kind in P.RESERVED_COMMANDS:
             await conn.out.send({"type": P.ERROR, "sqlstate": SqlState.FEATURE_NOT_SUPPORTED,
                                  "message": f"{kind} not yet supported", "in_reply_to": kind})
@@ -150,8 +162,16 @@ class Replica:
             conn.out.close()
             return
         self.incarnation = incarnation
+        epoch = body.get("writer_epoch")
+        self.dataflows.configure(body.get("storage"), None if epoch is None else int(epoch), incarnation)
         await conn.out.send({"type": P.INSTANCE_CREATED, "replica_id": self.replica_id,
                              "incarnation": incarnation})
+
+    def _send_current(self, body: dict[str, Any]) -> None:
+        """Send on the current controller connection, if any (dataflow responses)."""
+        conn = self.conn
+        if conn is not None and not conn.out.closed:
+            conn.out.send_nowait(body)
 
     # -- peeks ------------------------------------------------------------
 
@@ -264,6 +284,7 @@ class Replica:
                     "type": P.STATUS, "replica_id": self.replica_id, "incarnation": self.incarnation,
                     "heartbeat": self.heartbeat, "time": time.time(), "pid": os.getpid(),
                     "ui_url": self.engine.ui_url, "active_peeks": len(conn.peeks),
+                    "dataflows": len(self.dataflows.dataflows),
                     "uptime_s": round(time.monotonic() - self.started, 3)})
             except (ConnectionError, RuntimeError):
                 pass
@@ -291,6 +312,11 @@ class Replica:
                 self._close(self.conn)
             for t in tasks:
                 t.cancel()
+            if self.exit_code == 0:
+                try:
+                    await asyncio.wait_for(self.dataflows.stop_all(), 15)
+                except Exception as e:
+                    log.warning("stopping dataflows: %s", e)
             self.pool.shutdown(wait=False, cancel_futures=True)
 
 

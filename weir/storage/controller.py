@@ -35,6 +35,9 @@ class _Collection:
     durable_since: int
     holds: dict[int, int] = field(default_factory=dict)  # hold id -> timestamp
     dirty_since_compaction: bool = False
+    # Written by replicas (materialized view outputs): the coordinator never advances the
+    # upper, it follows the shard's durable upper.
+    external: bool = False
 
 
 @dataclass
@@ -107,12 +110,12 @@ class StorageController:
 
     # ---- lifecycle -------------------------------------------------------------
 
-    async def _open_one(self, shard_id: str) -> None:
+    async def _open_one(self, shard_id: str, *, external: bool = False) -> None:
         shard = await self._run(self.store.open_shard, shard_id)
         fr = await self._run(shard.frontiers)
-        upper = max(fr.upper, self.oracle.read_ts() + 1)
+        upper = fr.upper if external else max(fr.upper, self.oracle.read_ts() + 1)
         self.collections[shard_id] = _Collection(shard, list(shard.columns), fr.upper, upper,
-                                                 fr.since, fr.since)
+                                                 fr.since, fr.since, external=external)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="storage-controller")
@@ -134,19 +137,22 @@ class StorageController:
         self._read_executor.shutdown(wait=True)
 
     # ---- collections -----------------------------------------------------------
-    async def create_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]]) -> None:
-        upper = self.oracle.read_ts() + 1
+    async def create_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]], *,
+                                external: bool = False, initial_upper: int | None = None) -> None:
+        upper = initial_upper if initial_upper is not None else self.oracle.read_ts() + 1
         shard = await self._run(lambda: self.store.create_shard(shard_id, columns, initial_upper=upper))
-        self.collections[shard_id] = _Collection(shard, list(columns), upper, upper, upper - 1, upper - 1)
+        self.collections[shard_id] = _Collection(shard, list(columns), upper, upper, upper - 1, upper - 1,
+                                                 external=external)
 
-    async def ensure_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]]) -> None:
+    async def ensure_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]],
+                                *, external: bool = False, initial_upper: int | None = None) -> None:
         if shard_id in self.collections:
             return
         exists = await self._run(self.store.shard_exists, shard_id)
         if exists:
-            await self._open_one(shard_id)
+            await self._open_one(shard_id, external=external)
         else:
-            await self.create_collection(shard_id, columns)
+            await self.create_collection(shard_id, columns, external=external, initial_upper=initial_upper)
 
     async def drop_collection(self, shard_id: str) -> None:
         self.collections.pop(shard_id, None)
@@ -306,7 +312,8 @@ class StorageController:
 
     def _advance_all(self, ts: int) -> None:
         for c in self.collections.values():
-            c.upper = max(c.upper, ts + 1)
+            if not c.external:
+                c.upper = max(c.upper, ts + 1)
             held = min(c.holds.values(), default=c.upper)
             c.since = max(c.since, min(c.upper - COMPACTION_WINDOW_MS, held))
         self.oracle.apply_write(ts)
@@ -316,16 +323,31 @@ class StorageController:
     async def _tick(self) -> None:
         ts = self.oracle.write_ts()
         self._advance_all(ts)
+        await self._follow_external()
         self._ticks += 1
         if self._ticks % self.persist_every_ticks == 0:
             await self._persist_frontiers()
         if self._ticks % self.compact_every_ticks == 0:
             await self._compact_some()
 
+    async def _follow_external(self) -> None:
+        """Replicas advance the uppers of the shards they write: read them back."""
+        for c in list(self.collections.values()):
+            if c.external:
+                fr = await self._read(c.shard.frontiers)
+                c.upper = c.durable_upper = max(c.upper, fr.upper)
+                held = min(c.holds.values(), default=c.upper)
+                c.since = max(c.since, min(c.upper - COMPACTION_WINDOW_MS, held))
+
+    async def wait_for_upper(self, shard_ids: list[str], ts: int) -> None:
+        """Until every collection's upper is past `ts` (a read at `ts` is then complete)."""
+        while any(self.collections[sid].upper <= ts for sid in shard_ids if sid in self.collections):
+            await asyncio.sleep(0.05)
+
     async def _persist_frontiers(self) -> None:
         """Make the uppers and sinces advanced in memory durable (a data-less append)."""
         for c in list(self.collections.values()):
-            if c.upper > c.durable_upper:
+            if c.upper > c.durable_upper and not c.external:
                 fr = await self._run(c.shard.compare_and_append, None, c.durable_upper, c.upper, self.epoch)
                 c.durable_upper = fr.upper
             if c.since > c.durable_since:

@@ -1,0 +1,217 @@
+"""The compute controller's dataflow bookkeeping (coordinator side).
+
+It remembers the dataflows installed on each cluster and replays them to every
+replica that connects (again), the input uppers the coordinator announced, and
+what replicas report (write frontiers, errors). It also hands out **writer
+epochs**: every (re)connection of a replica bumps its cluster's epoch, which
+goes to the new connection in CreateInstance and to the cluster's other
+replicas in SetWriterEpoch. All replicas of a cluster write the same output
+shards, so their epochs must agree: a per-replica incarnation would let one
+restarted replica fence its live peers. A zombie (an older process of a
+replica, cut off from the controller) never learns a newer epoch, so the first
+append with a newer one fences it. Epochs are `base * 1_000_000 + n`, `base`
+being the environment epoch the controller was given (or its start time in
+milliseconds), so they also grow across coordinator restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from weir.compute import protocol as P
+from weir.errors import SqlState, WeirError
+
+if TYPE_CHECKING:
+    from weir.compute.controller import ComputeController, _Conn
+
+log = logging.getLogger(__name__)
+
+EPOCH_STRIDE = 1_000_000
+DROP_TIMEOUT = 30.0
+
+
+@dataclass
+class InstalledDataflow:
+    cluster_id: str
+    dataflow_id: str
+    sql: str
+    inputs: list[dict[str, Any]]
+    output_shard_id: str
+    as_of: int
+    strategy: str
+    since: int | None = None
+    frontiers: dict[str, int] = field(default_factory=dict)  # replica id -> write frontier
+    strategies: dict[str, str] = field(default_factory=dict)  # replica id -> strategy it runs
+    errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # replica id -> last error
+    created: asyncio.Future[dict[str, Any]] | None = None
+
+    def command(self) -> dict[str, Any]:
+        """CreateDataflow, resuming from the furthest output upper seen (the replica reads
+        the output shard from there instead of recomputing from the original as_of)."""
+        as_of = max(self.as_of, self.since or 0, max(self.frontiers.values(), default=0) - 1)
+        return {"type": P.CREATE_DATAFLOW, "dataflow_id": self.dataflow_id, "sql": self.sql,
+                "inputs": self.inputs, "output": {"shard_id": self.output_shard_id},
+                "as_of": as_of, "strategy": self.strategy}
+
+
+class DataflowControl:
+    def __init__(self, controller: ComputeController, epoch: int | None = None) -> None:
+        self._ctl = controller
+        self.dataflows: dict[str, InstalledDataflow] = {}
+        self.uppers: dict[str, int] = {}
+        self._epoch_base = (epoch if epoch is not None else int(time.time() * 1000)) * EPOCH_STRIDE
+        self._epoch_n = 0
+        self._cluster_epochs: dict[str, int] = {}
+        self._drops: dict[tuple[int, str], asyncio.Future[None]] = {}
+
+    # -- epochs and connections ------------------------------------------------------------
+
+    def next_epoch(self, cluster_id: str) -> int:
+        """A new writer epoch for the cluster (a replica is connecting); tells the others."""
+        self._epoch_n += 1
+        epoch = self._epoch_base + self._epoch_n
+        self._cluster_epochs[cluster_id] = epoch
+        for conn in self._conns(cluster_id):
+            conn.out.send_nowait({"type": P.SET_WRITER_EPOCH, "epoch": epoch})
+        return epoch
+
+    def writer_epoch(self, cluster_id: str) -> int | None:
+        return self._cluster_epochs.get(cluster_id)
+
+    def _conns(self, cluster_id: str) -> list[_Conn]:
+        return [r.conn for r in self._ctl._replicas.values()
+                if r.cluster_id == cluster_id and r.conn is not None and not r.conn.closed]
+
+    def on_connected(self, conn: _Conn) -> None:
+        """Replay the announced uppers and the cluster's dataflows to a new connection."""
+        if self.uppers:
+            conn.out.send_nowait({"type": P.UPDATE_INPUT_FRONTIERS, "uppers": dict(self.uppers)})
+        for df in self.dataflows.values():
+            if df.cluster_id == conn.replica.cluster_id:
+                conn.out.send_nowait(df.command())
+                if df.since is not None:
+                    conn.out.send_nowait({"type": P.ALLOW_COMPACTION, "dataflow_id": df.dataflow_id,
+                                          "since": df.since})
+
+    def on_lost(self, conn: _Conn) -> None:
+        for key, fut in list(self._drops.items()):
+            if key[0] == id(conn) and not fut.done():
+                fut.set_result(None)
+
+    def on_replica_dropped(self, replica_id: str) -> None:
+        for df in self.dataflows.values():
+            df.frontiers.pop(replica_id, None)
+            df.strategies.pop(replica_id, None)
+            df.errors.pop(replica_id, None)
+
+    def on_message(self, conn: _Conn, msg: P.Message) -> bool:
+        """Handle a dataflow response; False if `msg` is not one."""
+        kind, body = msg.type, msg.body
+        if kind not in (P.FRONTIERS, P.DATAFLOW_CREATED, P.DATAFLOW_ERROR, P.DATAFLOW_DROPPED):
+            return False
+        dataflow_id = str(body.get("dataflow_id"))
+        replica_id = conn.replica.replica_id
+        if kind == P.DATAFLOW_DROPPED:
+            fut = self._drops.pop((id(conn), dataflow_id), None)
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+            return True
+        df = self.dataflows.get(dataflow_id)
+        if df is None or df.cluster_id != conn.replica.cluster_id:
+            return True  # dropped meanwhile
+        if kind == P.FRONTIERS:
+            frontier = int(body.get("write_frontier", 0))
+            df.frontiers[replica_id] = max(frontier, df.frontiers.get(replica_id, 0))
+            df.errors.pop(replica_id, None)
+        elif kind == P.DATAFLOW_CREATED:
+            df.strategies[replica_id] = str(body.get("strategy"))
+            if df.created is not None and not df.created.done():
+                df.created.set_result(body)
+        else:
+            df.errors[replica_id] = dict(body)
+            log.warning("dataflow %s on replica %s: %s", dataflow_id, replica_id, body.get("message"))
+            if body.get("at") == "create" and df.created is not None and not df.created.done():
+                df.created.set_result(body)
+        return True
+
+    # -- API -------------------------------------------------------------------------------
+
+    async def create(self, cluster_id: str, dataflow_id: str, sql: str,
+                     inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
+                     strategy: str) -> str:
+        if dataflow_id in self.dataflows:
+            raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
+        conns = await self._ctl._ready_conns(cluster_id)
+        df = InstalledDataflow(cluster_id, dataflow_id, sql, [dict(i) for i in inputs],
+                               output_shard_id, int(as_of), strategy)
+        df.created = asyncio.get_running_loop().create_future()
+        self.dataflows[dataflow_id] = df
+        command = df.command()
+        for conn in conns:
+            conn.out.send_nowait(command)
+        try:
+            # Replicas that reconnect meanwhile get it replayed and answer too.
+            answer = await asyncio.wait_for(asyncio.shield(df.created), self._ctl.ready_timeout)
+        except BaseException:
+            await self.drop(cluster_id, dataflow_id)
+            raise
+        if answer.get("type") == P.DATAFLOW_ERROR:
+            await self.drop(cluster_id, dataflow_id)
+            raise WeirError(str(answer.get("sqlstate") or SqlState.INTERNAL_ERROR),
+                            str(answer.get("message") or "the dataflow could not be created"),
+                            detail=answer.get("detail"), hint=answer.get("hint"))
+        return str(answer.get("strategy") or strategy)
+
+    async def drop(self, cluster_id: str, dataflow_id: str) -> None:
+        df = self.dataflows.get(dataflow_id)
+        if df is None or df.cluster_id != cluster_id:
+            return
+        del self.dataflows[dataflow_id]
+        if df.created is not None and not df.created.done():
+            df.created.cancel()
+        waits = []
+        loop = asyncio.get_running_loop()
+        for conn in self._conns(cluster_id):
+            fut: asyncio.Future[None] = loop.create_future()
+            self._drops[(id(conn), dataflow_id)] = fut
+            waits.append(fut)
+            conn.out.send_nowait({"type": P.DROP_DATAFLOW, "dataflow_id": dataflow_id})
+        if waits:
+            done, pending = await asyncio.wait(waits, timeout=DROP_TIMEOUT)
+            for fut in pending:
+                fut.cancel()
+            if pending:
+                log.warning("dataflow %s: %d replicas did not confirm the drop", dataflow_id,
+                            len(pending))
+        for key in [k for k in self._drops if k[1] == dataflow_id]:
+            self._drops.pop(key, None)
+
+    def allow_compaction(self, cluster_id: str, dataflow_id: str, since: int) -> None:
+        df = self.dataflows.get(dataflow_id)
+        if df is None or df.cluster_id != cluster_id:
+            return
+        df.since = max(df.since or 0, int(since))
+        for conn in self._conns(cluster_id):
+            conn.out.send_nowait({"type": P.ALLOW_COMPACTION, "dataflow_id": dataflow_id,
+                                  "since": df.since})
+
+    def update_input_frontiers(self, uppers: Mapping[str, int]) -> None:
+        changed = {}
+        for shard_id, upper in uppers.items():
+            if int(upper) > self.uppers.get(shard_id, 0):
+                self.uppers[shard_id] = int(upper)
+                changed[shard_id] = int(upper)
+        if not changed:
+            return
+        body = {"type": P.UPDATE_INPUT_FRONTIERS, "uppers": changed}
+        for r in self._ctl._replicas.values():
+            if r.conn is not None and not r.conn.closed:
+                r.conn.out.send_nowait(body)
+
+    def write_frontiers(self) -> dict[str, dict[str, int]]:
+        return {d: dict(df.frontiers) for d, df in self.dataflows.items()}
