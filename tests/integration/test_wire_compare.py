@@ -391,22 +391,38 @@ def test_copy_to_stdout(peers: list[Peer]) -> None:
 
 # ---- value encodings -------------------------------------------------------------------
 
-TYPED_SELECT = (
+# Run on a replica (the array and the typed literals take the query to Spark) ...
+SPARK_SELECT = (
     "SELECT 1::int2 AS a, -2::int4 AS b, 3000000000::int8 AS c, 1.5::float8 AS d, 0.1::float4 AS e, "
-    "'x y'::text AS f, true AS g, 12.5::numeric(10,2) AS h, -0.000123::numeric AS i, "
-    "DATE '2024-02-29' AS j, TIMESTAMP '1999-01-02 03:04:05.6' AS k, '\\x00ff'::bytea AS l, "
-    "'1 day 02:00:03'::interval AS m, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS n, "
-    "'{\"a\": [1, null]}'::jsonb AS o, ARRAY['a', NULL, 'b c'] AS p, NULL::text AS q"
+    "'x y'::text AS f, true AS g, 12.5::numeric(10,2) AS h, DATE '2024-02-29' AS j, "
+    "TIMESTAMP '1999-01-02 03:04:05.6' AS k, '\\x00ff'::bytea AS l, '1 day 02:00:03'::interval AS m, "
+    "ARRAY['a', NULL, 'b c'] AS p, NULL::text AS q, name AS r, id AS s FROM wc_t WHERE id = 1"
+)
+# ... and on the coordinator (a constant query).
+CONSTANT_SELECT = (
+    "SELECT -0.000123::numeric AS i, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS n, "
+    "'{\"a\": [1, null]}'::jsonb AS o, 2::int2 * 3 AS t, 7 / 2 AS u, 'é' || 1 AS v"
 )
 
 
 @pytest.mark.parametrize("fmt", [0, 1], ids=["text", "binary"])
-def test_typed_values_encode_alike(peers: list[Peer], fmt: int) -> None:
+@pytest.mark.parametrize("sql", [SPARK_SELECT, CONSTANT_SELECT], ids=["spark", "constant"])
+def test_typed_values_encode_alike(peers: list[Peer], sql: str, fmt: int) -> None:
     def script(c: RawClient) -> list[Entry]:
-        c.send(c.parse("", TYPED_SELECT), c.bind("", "", (), (), (fmt,)), c.describe("P"),
-               c.execute(), c.sync())
+        c.send(c.parse("", sql), c.bind("", "", (), (), (fmt,)), c.describe("P"), c.execute(), c.sync())
         return transcript(c)
 
     got = compare(peers, script)
     assert types_of(got) == "12TDCZ"
     assert all(f == fmt for _, _, f in got[2][1])  # type: ignore[misc]
+
+
+@pytest.mark.xfail(reason="weir bug: on the Spark path, casts to uuid / jsonb come back typed text "
+                          "(adapter query.columns_from_schema only knows input columns' types)", strict=False)
+def test_uuid_and_jsonb_types_from_spark(peers: list[Peer]) -> None:
+    def script(c: RawClient) -> list[Entry]:
+        c.send(c.parse("", "SELECT 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS n, "
+                           "'{}'::jsonb AS o FROM wc_t WHERE id = 1"), c.describe("S"), c.sync())
+        return transcript(c)
+
+    compare(peers, script)
