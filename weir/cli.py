@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)-5s %(name)s: %(message)s", stream=sys.stderr)
     for noisy in ("py4j", "pyiceberg", "sqlglot"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # two writers of one shard (replicas) both try to delete superseded metadata files
+    logging.getLogger("pyiceberg.catalog").setLevel(logging.ERROR)
     try:
         return asyncio.run(serve(args))
     except KeyboardInterrupt:

@@ -62,6 +62,7 @@ class Coordinator(api.Coordinator):
         self._system_vars: dict[str, str] | None = None
         self._status_task: asyncio.Task[None] | None = None
         self.source_runners: dict[str, Any] = {}
+        self.dataflow_holds: dict[str, Any] = {}
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
@@ -92,9 +93,13 @@ class Coordinator(api.Coordinator):
             await self.storage.ensure_collection(b.id, [(name, t, True) for name, t in b.columns])
         for item in self.catalog.list_items("source"):
             await self.storage.ensure_collection(item.id, [(c.name, c.type, c.nullable) for c in item.columns])
+        for item in self.catalog.list_items("materialized-view"):
+            await self.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in item.columns],
+                                                 external=True)
         await self.storage.replay_wal()
         await self._cleanup_orphan_shards(store, {i.id for i in tables} |
-                                          {i.id for i in self.catalog.list_items("source")})
+                                          {i.id for i in self.catalog.list_items("source")} |
+                                          {i.id for i in self.catalog.list_items("materialized-view")})
         self.storage.start()
         await self._open_builtins()
         from weir.adapter.sources import start_runner
@@ -103,10 +108,19 @@ class Coordinator(api.Coordinator):
             if "load_generator" in item.definition:
                 await start_runner(self, item)
         self.orchestrator = ProcessOrchestrator(log_dir=data / "logs")
-        self.compute = ComputeController(self.orchestrator)
+        self.compute = ComputeController(self.orchestrator, storage_config={
+            "catalog_uri": self.config.catalog_uri, "warehouse": str(data / "warehouse")})
+        self.storage.on_commit.append(self._announce_frontiers)
         for replica in self.catalog.list_replicas():
             await self.start_replica(replica)
         self._status_task = asyncio.create_task(self._watch_replica_statuses(), name="replica-statuses")
+        from weir.adapter import mviews
+
+        for item in self.catalog.list_items("materialized-view"):
+            try:
+                await mviews.restart(self, item)
+            except WeirError as e:
+                log.error("materialized view %s could not be restarted: %s", item.full_name, e.message)
 
     def size_config(self) -> dict[str, Any] | None:
         return {"sizes": self.config.replica_sizes} if self.config.replica_sizes else None
@@ -178,6 +192,15 @@ class Coordinator(api.Coordinator):
                 self._builtin_rows[b.id] = new
             if updates:
                 await self.storage.append(updates)
+
+    def _announce_frontiers(self, ts: int) -> None:
+        """Every tick: replicas learn the uppers of the collections the coordinator writes,
+        and the inputs of materialized views may compact up to the views' frontiers."""
+        from weir.adapter import mviews
+
+        uppers = {sid: c.upper for sid, c in self.storage.collections.items() if not c.external}
+        self.compute.update_input_frontiers(uppers)
+        mviews.advance_holds(self)
 
     async def _watch_replica_statuses(self) -> None:
         """Record replica status changes in mz_cluster_replica_statuses (current) and
@@ -252,7 +275,12 @@ class Coordinator(api.Coordinator):
         return item
 
     async def drop_storage(self, items: tuple[Item, ...]) -> None:
+        from weir.adapter import mviews
+
+        await mviews.drop_items(self, items)
         for item in items:
+            if item.kind == "materialized-view":
+                await self.storage.drop_collection(item.id)
             if item.kind in ("table", "source"):
                 if item.id in self.source_runners:
                     await self.source_runners.pop(item.id).stop()

@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, clusters, sources
+from weir.adapter import api, clusters, mviews, sources
 from weir.catalog.model import ColumnDef
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -36,6 +36,8 @@ async def execute(session: Session, stmt: st.Statement) -> api.Command:
         return await _create_view(session, stmt)
     if isinstance(stmt, st.Drop):
         return await _drop(session, stmt)
+    if isinstance(stmt, st.CreateMaterializedView):
+        return await mviews.create(session, stmt)
     if isinstance(stmt, st.CreateSource):
         return await sources.create_source(session, stmt)
     if isinstance(stmt, st.CreateCluster):
@@ -234,7 +236,7 @@ async def _drop(session: Session, stmt: st.Drop) -> api.Command:
                 raise
             if desc.id.startswith("s"):
                 raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE, f"cannot drop item {desc.name} because it is required by the database system")
-            if desc.kind != stmt.object_kind:
+            if desc.kind.replace("-", " ") != stmt.object_kind:
                 raise WeirError(SqlState.WRONG_OBJECT_TYPE, f'"{desc.name}" is a {desc.kind} not a {stmt.object_kind}')
             result = coord.catalog.drop_item(desc.id, cascade=stmt.cascade)
             await coord.drop_storage(result.items)

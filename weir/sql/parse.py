@@ -444,6 +444,16 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         from weir.sql.parse_cluster import parse_cluster_statement
 
         return parse_cluster_statement(text)
+    if head == "CREATE" and re.match(r"^CREATE\s+(OR\s+REPLACE\s+)?MATERIALIZED\s+VIEW\b", text, re.I):
+        return _parse_create_mv(text)
+    if head == "DROP" and len(upper) > 2 and upper[1] == "MATERIALIZED" and upper[2] == "VIEW":
+        rest, if_exists = words[3:], False
+        if len(rest) > 1 and rest[0].upper() == "IF" and rest[1].upper() == "EXISTS":
+            rest, if_exists = rest[2:], True
+        cascade = bool(rest) and rest[-1].upper() == "CASCADE"
+        rest = [w for w in rest if w.upper() not in ("CASCADE", "RESTRICT")]
+        names = [_name_parts(n.strip()) for n in " ".join(rest).split(",") if n.strip()]
+        return st.Drop(text, "materialized view", names, if_exists, cascade)
     if head == "CREATE" and len(upper) > 1 and upper[1] == "SOURCE":
         return _parse_create_source(text)
     if head == "DROP" and len(upper) > 2 and upper[1] == "SOURCE":
@@ -519,6 +529,25 @@ def _parse_explain(text: str) -> st.Statement:
     if not isinstance(inner, st.Query):
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "EXPLAIN needs a query, MATERIALIZED VIEW or INDEX")
     return st.Explain(text, stage, opts, inner.expr)
+
+
+_CREATE_MV = re.compile(
+    r"^CREATE\s+(?P<replace>OR\s+REPLACE\s+)?MATERIALIZED\s+VIEW\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?"
+    r"(?P<name>[\w.\"]+)\s*(?:\((?P<cols>[^)]*)\))?"
+    r"(?:\s+IN\s+CLUSTER\s+(?P<cluster>[\w\"]+))?\s+AS\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
+
+
+def _parse_create_mv(text: str) -> st.Statement:
+    m = _CREATE_MV.match(text.strip().rstrip(";"))
+    if not m:
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE MATERIALIZED VIEW: {text}")
+    inner = _parse_statement(m.group("body"))
+    if not isinstance(inner, st.Query) or inner.as_of is not None:
+        raise WeirError(SqlState.SYNTAX_ERROR, "CREATE MATERIALIZED VIEW needs AS <query>")
+    cols = [_ident(c.strip()) for c in m.group("cols").split(",")] if m.group("cols") else None
+    return st.CreateMaterializedView(text, _name_parts(m.group("name")), inner.expr,
+                                     _ident(m.group("cluster")) if m.group("cluster") else None,
+                                     bool(m.group("ine")), bool(m.group("replace")), cols)
 
 
 def _role_options(words: list[str]) -> st.RoleOptions:

@@ -353,3 +353,17 @@ class Explain(Statement):
     @property
     def kind(self) -> str:
         return "explain_plan" if self.stage != "timestamp" else "explain_timestamp"
+
+
+@dataclass
+class CreateMaterializedView(Statement):
+    name: list[str] = field(default_factory=list)
+    query: exp.Query = field(repr=False, default=None)  # type: ignore[assignment]
+    cluster: str | None = None
+    if_not_exists: bool = False
+    replace: bool = False
+    column_names: list[str] | None = None
+
+    @property
+    def kind(self) -> str:
+        return "create_materialized_view"

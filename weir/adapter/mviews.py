@@ -1,0 +1,160 @@
+"""Materialized views: a catalog item, an output shard written by the cluster's replicas
+(compare-and-append, first append of each interval wins) and a dataflow on every replica.
+
+The coordinator holds the view's inputs' since at the view's output frontier (the
+dataflow still needs those times) and tells replicas its collections' uppers every tick."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import sqlglot
+from sqlglot import exp
+
+from weir.adapter import api, query
+from weir.catalog.model import ColumnDef, Item
+from weir.errors import SqlState, WeirError
+from weir.sql import statements as st
+from weir.sql.render import (
+    fold_typed_literals,
+    name_outputs,
+    substitute_session_functions,
+    to_spark,
+    typed_division,
+)
+from weir.sql.resolve import qualify_for_storage, resolve
+
+if TYPE_CHECKING:
+    from weir.adapter.coordinator import Coordinator
+    from weir.adapter.session import Session
+
+log = logging.getLogger(__name__)
+
+
+def is_linear(q: exp.Expression) -> bool:
+    """Filters, projections, maps and UNION ALL only: maintainable from deltas."""
+    if isinstance(q, exp.Union):
+        return not q.args.get("distinct") and is_linear(q.this) and is_linear(q.expression)
+    if not isinstance(q, exp.Select):
+        return False
+    if any(q.args.get(k) for k in ("group", "having", "order", "limit", "offset", "distinct", "joins", "with")):
+        return False
+    if any(isinstance(n, (exp.AggFunc, exp.Window, exp.Subquery)) for n in q.walk()):
+        return False
+    froms = q.args.get("from_") or q.args.get("from")
+    return froms is not None and isinstance(froms.this, exp.Table)
+
+
+def _plan(session: Session, q: exp.Expression) -> tuple[str, dict[str, Any], list[str | None]]:
+    resolved = resolve(fold_typed_literals(q), session.coord.resolver(session))
+    names = name_outputs(resolved.expr)
+    body = substitute_session_functions(resolved.expr, session.context(None))
+    body = typed_division(body, query._spark_schema(resolved.inputs))  # noqa: SLF001
+    return to_spark(body), resolved.inputs, names
+
+
+def _dataflow_inputs(inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": d.spark_name, "shard_id": sid,
+             "columns": [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array else c.type.name,
+                          "nullable": c.nullable} for c in d.columns]}
+            for sid, d in inputs.items()]
+
+
+async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Command:
+    from weir.adapter.ddl import _target_schema
+
+    coord = session.coord
+    cat = coord.catalog
+    schema_id, name = _target_schema(session, stmt.name)
+    existing = cat.find_item(schema_id, name)
+    if existing is not None and stmt.if_not_exists:
+        session.notice(f'materialized view "{name}" already exists, skipping')
+        return api.Command("CREATE MATERIALIZED VIEW")
+    if existing is not None and not stmt.replace:
+        raise WeirError(SqlState.DUPLICATE_TABLE, f'{existing.kind.replace("-", " ")} "{name}" already exists')
+    if any(isinstance(n, exp.Anonymous) and n.name.lower() == "mz_now" for n in stmt.query.walk()):
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "mz_now() in a materialized view not yet supported")
+    cluster = cat.get_cluster(stmt.cluster or session.get_var("cluster"))
+    resolver = coord.resolver(session)
+    qualified = qualify_for_storage(stmt.query, resolver)
+    resolved = resolve(qualified, resolver)
+    columns = await query.describe(session, qualified, [])
+    if stmt.column_names is not None:
+        if len(stmt.column_names) != len(columns):
+            raise WeirError(SqlState.SYNTAX_ERROR, "materialized view specifies the wrong number of column names")
+        columns = [api.Column(n, c.type) for n, c in zip(stmt.column_names, columns, strict=True)]
+    spark_sql, inputs, _ = _plan(session, qualified)
+    if not inputs:
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "materialized views must read at least one relation")
+    strategy = "linear" if is_linear(qualified) else "recompute"
+    as_of = query.choose_timestamp(session, inputs, for_write=True)
+    if existing is not None:  # OR REPLACE
+        await drop_items(coord, cat.drop_item(existing.id, cascade=False).items)
+    item = cat.create_item(
+        "materialized-view", schema_id, name, [ColumnDef(c.name, c.type) for c in columns], stmt.sql,
+        {"query": qualified.sql(dialect="postgres"), "spark_sql": spark_sql, "strategy": strategy,
+         "inputs": _dataflow_inputs(inputs)},
+        owner_id=session.role.id, cluster_id=cluster.id, dependencies=list(resolved.depends_on))
+    try:
+        await coord.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in columns],
+                                              external=True, initial_upper=as_of)
+        await install(coord, item, as_of)
+    except BaseException:
+        cat.drop_item(item.id)
+        try:
+            await coord.storage.drop_collection(item.id)
+        except Exception:  # noqa: BLE001 - best effort clean-up of a failed CREATE
+            log.warning("dropping the shard of failed materialized view %s", item.id, exc_info=True)
+        raise
+    await coord.catalog_changed()
+    return api.Command("CREATE MATERIALIZED VIEW")
+
+
+async def install(coord: Coordinator, item: Item, as_of: int) -> None:
+    """Install the view's dataflow on its cluster, holding its inputs at `as_of`."""
+    d = item.definition
+    input_ids = [i["shard_id"] for i in d["inputs"]]
+    hold = coord.storage.acquire_read_hold(input_ids, as_of)
+    coord.dataflow_holds[item.id] = hold
+    try:
+        await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"], item.id,
+                                            as_of, d.get("strategy", "recompute"))
+    except BaseException:
+        coord.dataflow_holds.pop(item.id, None)
+        hold.release()
+        raise
+
+
+async def restart(coord: Coordinator, item: Item) -> None:
+    """After a restart: resume the dataflow where its output stands."""
+    since, upper = coord.storage.frontiers(item.id)
+    d = item.definition
+    input_sinces = [coord.storage.frontiers(i["shard_id"])[0] for i in d["inputs"]
+                    if i["shard_id"] in coord.storage.collections]
+    as_of = max([upper - 1, since, *input_sinces])
+    await install(coord, item, as_of)
+
+
+def advance_holds(coord: Coordinator) -> None:
+    """Each tick: let the inputs' since follow every view's output frontier."""
+    for item_id, hold in list(coord.dataflow_holds.items()):
+        if item_id in coord.storage.collections:
+            _, upper = coord.storage.frontiers(item_id)
+            hold.downgrade(upper - 1)
+
+
+async def drop_items(coord: Coordinator, items: tuple[Item, ...]) -> None:
+    for item in items:
+        if item.kind == "materialized-view":
+            hold = coord.dataflow_holds.pop(item.id, None)
+            if hold is not None:
+                hold.release()
+            try:
+                await coord.compute.drop_dataflow(item.cluster_id, item.id)
+            except Exception:  # noqa: BLE001 - the replica may be gone; the shard goes anyway
+                log.warning("dropping dataflow %s", item.id, exc_info=True)
+
+
+def parse_definition(item: Item) -> exp.Expression:
+    return sqlglot.parse_one(item.definition["query"], read="postgres")
