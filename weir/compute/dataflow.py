@@ -144,6 +144,10 @@ class Dataflow:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        # appended: intervals this replica wrote; lost: appends refused (another replica
+        # won); kept: of those, how many kept the computed result; followed: intervals
+        # seen written by another replica before computing; computed: Spark runs.
+        self.stats = {"appended": 0, "lost": 0, "kept": 0, "followed": 0, "computed": 0}
 
     # -- set-up (blocking; on a worker thread) -----------------------------------------
 
@@ -297,6 +301,7 @@ class Dataflow:
             return False
         current = self._out.frontiers().upper
         if current > self.upper:
+            self.stats["followed"] += 1
             self._caught_up(current)
         lower = self.upper
         if upper <= lower:
@@ -318,6 +323,7 @@ class Dataflow:
         updates: pa.Table | None = None
         result: Any = None
         if ordered:
+            self.stats["computed"] += 1
             if self._linear_sql is not None and lower > self.spec.as_of and since < lower:
                 updates = self._apply_linear(plans, lower, upper)
             else:
@@ -330,6 +336,7 @@ class Dataflow:
         except BaseException:
             _release(result)
             raise
+        self.stats["appended"] += 1
         if ordered:
             self._drop_prev()
             self._prev = None if self._linear_sql is not None else result
@@ -383,6 +390,9 @@ class Dataflow:
     def _lost_race(self, current: int, lower: int, upper: int, ours: pa.Table | None,
                    result: Any) -> None:
         """Another replica appended first: adopt its progress."""
+        log.debug("dataflow %s: lost [%d, %d) to another writer (upper %d)", self.spec.dataflow_id,
+                  lower, upper, current)
+        self.stats["lost"] += 1
         keep = False
         if result is not None and current == upper:
             try:
@@ -391,6 +401,7 @@ class Dataflow:
             except WeirError:
                 keep = False
         if keep:
+            self.stats["kept"] += 1
             self._drop_prev()
             self._prev = result
             self._advance_to(current)

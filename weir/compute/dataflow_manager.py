@@ -185,6 +185,11 @@ class DataflowManager:
 
         await loop.run_in_executor(None, stop)
 
+    def status(self) -> dict[str, dict[str, Any]]:
+        """Per dataflow: the output upper this replica knows, strategy and counters."""
+        return {d: {"write_frontier": df.upper, "strategy": df.effective_strategy, **df.stats}
+                for d, df in list(self.dataflows.items()) if df.prepared}
+
     async def stop_all(self) -> None:
         dfs = list(self.dataflows.values())
         self.dataflows.clear()

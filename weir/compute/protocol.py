@@ -95,7 +95,9 @@ Responses (replica -> controller)
 - ``DescribeResponse{request_id, status: "ok"|"error", error?}``; ``"ok"``
   carries ``attachments: 1``: the Arrow schema.
 - ``Status{replica_id, incarnation, heartbeat, time, pid, ui_url,
-  active_peeks, dataflows, uptime_s}``: a heartbeat, once a second.
+  active_peeks, dataflows, uptime_s}``: a heartbeat, once a second;
+  ``dataflows`` maps each dataflow id to ``{write_frontier, strategy,
+  appended, lost, kept, followed, computed}`` (see weir.compute.dataflow).
 - ``Error{sqlstate, message, detail?, in_reply_to?}``: a command the replica
   could not understand or refuses.
 - ``DataflowCreated{dataflow_id, strategy, columns}``: the strategy it runs

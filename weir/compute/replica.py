@@ -284,7 +284,7 @@ class Replica:
                     "type": P.STATUS, "replica_id": self.replica_id, "incarnation": self.incarnation,
                     "heartbeat": self.heartbeat, "time": time.time(), "pid": os.getpid(),
                     "ui_url": self.engine.ui_url, "active_peeks": len(conn.peeks),
-                    "dataflows": len(self.dataflows.dataflows),
+                    "dataflows": self.dataflows.status(),
                     "uptime_s": round(time.monotonic() - self.started, 3)})
             except (ConnectionError, RuntimeError):
                 pass

@@ -1,0 +1,329 @@
+"""Materialized-view dataflows: real replica processes (local[1] Spark) maintaining
+output shards on real Iceberg shards; the test plays the coordinator (it writes the
+input shards and announces their uppers)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from tests.integration.test_compute import LoopThread
+from weir import types as T
+from weir.compute.controller import ComputeController
+from weir.errors import WeirError
+from weir.orchestrator.process import ProcessOrchestrator
+from weir.storage.persist import Fenced, Shard, ShardStore
+
+pytestmark = pytest.mark.integration
+
+Row = tuple[Any, ...]
+Update = tuple[Row, int, int]  # (row, time, diff)
+KV = [("k", T.INT4, False), ("v", T.INT8, False)]
+
+
+@dataclass
+class Input:
+    shard: Shard
+    updates: list[Update]
+
+    def append(self, rows: list[tuple[Row, int]], time: int, upper: int | None = None) -> None:
+        """Append (row, diff) pairs at `time` and advance the upper past it."""
+        data = pa.table({**{n: pa.array([r[i] for r, _ in rows], t.arrow)
+                            for i, (n, t, _) in enumerate(self.shard.columns)},
+                         "mz_timestamp": pa.array([time] * len(rows), pa.int64()),
+                         "mz_diff": pa.array([d for _, d in rows], pa.int64())})
+        f = self.shard.frontiers()
+        self.shard.compare_and_append(data, f.upper, upper or time + 1, 0)
+        self.updates += [(r, time, d) for r, d in rows]
+
+    def at(self, t: int) -> Counter[Row]:
+        c: Counter[Row] = Counter()
+        for r, u, d in self.updates:
+            if u <= t:
+                c[r] += d
+        return +c
+
+
+class Env:
+    def __init__(self, lt: LoopThread, orch: ProcessOrchestrator, ctl: ComputeController,
+                 store: ShardStore) -> None:
+        self.lt, self.orch, self.ctl, self.store = lt, orch, ctl, store
+        self.incarnations: dict[str, int] = {}
+
+    def next_incarnation(self, replica_id: str) -> int:
+        self.incarnations[replica_id] = self.incarnations.get(replica_id, 0) + 1
+        return self.incarnations[replica_id]
+
+    def input(self, shard_id: str, columns: list[Any] = KV) -> Input:
+        return Input(self.store.create_shard(shard_id, columns, initial_upper=0), [])
+
+    def create(self, dataflow_id: str, sql: str, inputs: dict[str, str], out: Shard, as_of: int,
+               strategy: str = "recompute") -> str:
+        specs = [{"name": name, "shard_id": sid} for name, sid in inputs.items()]
+        return self.lt.run(self.ctl.create_dataflow("c1", dataflow_id, sql, specs, out.shard_id,
+                                                    as_of, strategy))
+
+    def drop(self, dataflow_id: str) -> None:
+        self.lt.run(self.ctl.drop_dataflow("c1", dataflow_id))
+
+    def announce(self, uppers: dict[str, int]) -> None:
+        async def go() -> None:
+            self.ctl.update_input_frontiers(uppers)
+
+        self.lt.run(go())
+
+    def online(self, replica_id: str, incarnation: int, timeout: float = 150) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = {s.replica_id: s for s in self.ctl.replica_statuses()}
+            if st[replica_id].status == "online" and st[replica_id].incarnation == incarnation:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"{replica_id} not online: {self.ctl.replica_statuses()}")
+
+
+def wait_upper(shard: Shard, upper: int, timeout: float = 90) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        u = shard.frontiers().upper
+        if u >= upper:
+            return u
+        time.sleep(0.2)
+    raise AssertionError(f"{shard.shard_id} upper {shard.frontiers().upper} never reached {upper}")
+
+
+def output_log(shard: Shard, upper: int) -> dict[int, Counter[Row]]:
+    """The output's updates before `upper`, consolidated per time."""
+    data = shard.read_updates(0, upper).to_pylist()
+    per: dict[int, Counter[Row]] = {}
+    for r in data:
+        t, d = r.pop("mz_timestamp"), r.pop("mz_diff")
+        per.setdefault(t, Counter())[tuple(r.values())] += d
+    return {t: c for t, c in ((t, Counter({k: v for k, v in c.items() if v})) for t, c in per.items()) if c}
+
+
+def expected_log(query: Callable[[int], Counter[Row]], times: list[int]) -> dict[int, Counter[Row]]:
+    """The updates a view must hold: its changes at each input change time."""
+    out: dict[int, Counter[Row]] = {}
+    before: Counter[Row] = Counter()
+    for t in sorted(set(times)):
+        now = query(t)
+        diff = Counter(now)
+        diff.subtract(before)
+        diff = Counter({k: v for k, v in diff.items() if v})
+        if diff:
+            out[t] = diff
+        before = now
+    return out
+
+
+def sums(rows: Counter[Row]) -> Counter[Row]:
+    total: dict[Any, int] = {}
+    for (k, v), n in rows.items():
+        total[k] = total.get(k, 0) + v * n
+    return Counter({(k, s): 1 for k, s in total.items()})
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory, java: None) -> Iterator[Env]:
+    data: Path = tmp_path_factory.mktemp("dataflow")
+    storage = {"catalog_uri": f"sqlite:///{data / 'catalog.db'}", "warehouse": str(data / "warehouse")}
+    store = ShardStore(storage["catalog_uri"], storage["warehouse"])
+    lt = LoopThread()
+    orch = ProcessOrchestrator(log_dir=data / "logs", min_backoff=0.2)
+    e = Env(lt, orch, ComputeController(orch, ready_timeout=150, storage_config=storage), store)
+    lt.run(e.ctl.add_replica("c1", "r1", "1", lambda: e.next_incarnation("r1")))
+    e.online("r1", 1)
+    # r2 boots while the first tests run; it gets their dataflows replayed when it connects.
+    lt.run(e.ctl.add_replica("c1", "r2", "1", lambda: e.next_incarnation("r2")))
+    try:
+        yield e
+    finally:
+        lt.run(e.ctl.stop(), timeout=60)
+        lt.close()
+
+
+def test_aggregate_is_maintained_exactly(env: Env) -> None:
+    inp = env.input("agg_in")
+    inp.append([((1, 10), 1), ((2, 20), 1), ((1, 5), 1)], 5)
+    inp.append([((3, 7), 1)], 8, upper=11)
+    out = env.store.create_shard("agg_out", [("k", T.INT4, True), ("s", T.INT8, True)], initial_upper=10)
+    sql = "SELECT k, sum(v) AS s FROM weir_in GROUP BY k"
+    assert env.create("agg", sql, {"weir_in": "agg_in"}, out, as_of=10) == "recompute"
+    wait_upper(out, 11)
+    assert Counter(tuple(r.values()) for r in out.read(10).to_pylist()) == sums(inp.at(10))
+    # Retractions and updates, found through the input's durable upper.
+    inp.append([((1, 10), -1), ((2, 1), 1)], 12)
+    inp.append([((3, 7), -1)], 15, upper=16)
+    wait_upper(out, 16)
+    # An announced upper ahead of the durable one lets the view advance (no changes).
+    env.announce({"agg_in": 30})
+    wait_upper(out, 30)
+    inp.append([((4, 1), 1), ((4, 1), 1)], 31, upper=32)
+    env.announce({"agg_in": 40})
+    u = wait_upper(out, 40)
+    times = [10, 12, 15, 31]
+    assert output_log(out, u) == expected_log(lambda t: sums(inp.at(t)), times)
+    # Peeks keep working beside the dataflow.
+    peek = env.lt.run(env.ctl.peek("c1", "SELECT 1 AS one", [], 1))
+    assert env.lt.run(peek.collect()).to_pylist() == [{"one": 1}]
+    frontiers = env.ctl.write_frontiers()["agg"]
+    assert frontiers["r1"] >= 40
+    env.drop("agg")
+    assert "agg" not in env.ctl.write_frontiers()
+    stopped = out.frontiers().upper
+    env.announce({"agg_in": 60})
+    time.sleep(2)
+    assert out.frontiers().upper == stopped
+
+
+def test_join_with_several_changes_per_interval(env: Env) -> None:
+    a = env.input("join_a", [("k", T.INT4, False), ("name", T.TEXT, True)])
+    b = env.input("join_b", [("k", T.INT4, False), ("w", T.INT8, False)])
+    a.append([((1, "x"), 1), ((2, "y"), 1)], 100)
+    b.append([((1, 10), 1), ((2, 20), 1), ((2, 21), 1)], 100)
+    out = env.store.create_shard("join_out", [("k", T.INT4, True), ("name", T.TEXT, True),
+                                              ("w", T.INT8, True)], initial_upper=100)
+    sql = "SELECT a.k, a.name, b.w FROM weir_a a JOIN weir_b b ON a.k = b.k"
+    env.create("join", sql, {"weir_a": "join_a", "weir_b": "join_b"}, out, as_of=100)
+    wait_upper(out, 101)
+    # Two input changes at different times land in one interval.
+    a.append([((2, "y"), -1), ((2, "z"), 1), ((3, "q"), 1)], 105, upper=110)
+    b.append([((3, 30), 1), ((1, 10), -1)], 107, upper=110)
+    u = wait_upper(out, 110)
+
+    def join(t: int) -> Counter[Row]:
+        res: Counter[Row] = Counter()
+        for (ka, name), na in a.at(t).items():
+            for (kb, w), nb in b.at(t).items():
+                if ka == kb:
+                    res[(ka, name, w)] += na * nb
+        return res
+
+    assert output_log(out, u) == expected_log(join, [100, 105, 107])
+    env.drop("join")
+
+
+def test_linear_strategy_matches_recompute(env: Env) -> None:
+    cols = [("k", T.INT4, False), ("v", T.INT8, False), ("name", T.TEXT, True)]
+    inp = env.input("lin_in", cols)
+    inp.append([((1, 1, "a"), 1), ((2, 5, "x"), 1), ((3, 9, None), 2)], 200, upper=201)
+    out_cols = [("k", T.INT4, True), ("v2", T.INT8, True), ("n", T.TEXT, True)]
+    outs = {s: env.store.create_shard(f"lin_{s}", out_cols, initial_upper=200)
+            for s in ("linear", "recompute")}
+    sql = ("SELECT k, v * 2 AS v2, upper(name) AS n FROM weir_l WHERE v > 1 "
+           "UNION ALL SELECT k, v, name FROM weir_l WHERE name = 'x'")
+    for s, out in outs.items():
+        assert env.create(f"lin_{s}", sql, {"weir_l": "lin_in"}, out, as_of=200, strategy=s) == s
+    # A query that is not linear falls back to recomputing.
+    agg_out = env.store.create_shard("lin_agg", [("n", T.INT8, True)], initial_upper=200)
+    assert env.create("lin_agg", "SELECT count(*) AS n FROM weir_l", {"weir_l": "lin_in"}, agg_out,
+                      as_of=200, strategy="linear") == "recompute"
+    env.drop("lin_agg")
+    for out in outs.values():
+        wait_upper(out, 201)
+    inp.append([((2, 5, "x"), -1), ((4, 0, "x"), 1), ((3, 9, None), 1)], 203)
+    inp.append([((1, 1, "a"), -1), ((1, 2, "a"), 1)], 206, upper=210)
+    inp.append([((3, 9, None), -3)], 212, upper=215)
+    env.announce({"lin_in": 220})
+
+    def query(t: int) -> Counter[Row]:
+        res: Counter[Row] = Counter()
+        for (k, v, name), n in inp.at(t).items():
+            if v > 1:
+                res[(k, v * 2, name.upper() if name is not None else None)] += n
+            if name == "x":
+                res[(k, v, name)] += n
+        return res
+
+    expected = expected_log(query, [200, 203, 206, 212])
+    for out in outs.values():
+        assert output_log(out, wait_upper(out, 220))
+    logs = {s: output_log(out, 220) for s, out in outs.items()}
+    assert logs["linear"] == logs["recompute"] == expected
+    for s in outs:
+        env.drop(f"lin_{s}")
+
+
+def test_invalid_queries_are_refused_at_creation(env: Env) -> None:
+    env.input("bad_in")
+    out = env.store.create_shard("bad_out", [("k", T.INT4, True)], initial_upper=0)
+    with pytest.raises(WeirError) as e:
+        env.create("bad1", "SELECT nope FROM weir_in", {"weir_in": "bad_in"}, out, as_of=0)
+    assert e.value.sqlstate == "42703"
+    with pytest.raises(WeirError) as e:
+        env.create("bad2", "SELECT k, v FROM weir_in", {"weir_in": "bad_in"}, out, as_of=0)
+    assert e.value.sqlstate == "42804"
+    assert env.ctl.write_frontiers() == {}
+
+
+def test_replicas_share_the_output_and_survive_a_kill(env: Env) -> None:
+    lt, ctl = env.lt, env.ctl
+    env.online("r2", 1)
+    inp = env.input("rep_in")
+    inp.append([((1, 1), 1), ((2, 2), 1)], 300, upper=301)
+    out = env.store.create_shard("rep_out", [("k", T.INT4, True), ("s", T.INT8, True)], initial_upper=300)
+    env.create("rep", "SELECT k, sum(v) AS s FROM weir_in GROUP BY k", {"weir_in": "rep_in"}, out,
+               as_of=300)
+    times = [300]
+    t = 300
+    deadline = time.monotonic() + 60
+    while min(ctl.write_frontiers()["rep"].get(r, 0) for r in ("r1", "r2")) < 301:
+        assert time.monotonic() < deadline, ctl.write_frontiers()
+        time.sleep(0.2)
+    for i in range(3):  # announced to both at once: they race for each interval
+        t += 10
+        inp.append([((1, i), 1), ((i + 3, 1), 1)], t, upper=t + 1)
+        env.announce({"rep_in": t + 1})
+        times.append(t)
+        wait_upper(out, t + 1)
+
+    def stats() -> list[dict[str, Any]]:
+        return [ctl._replicas[r].last_status.get("dataflows", {}).get("rep", {}) for r in ("r1", "r2")]
+
+    deadline = time.monotonic() + 30
+    while sum(s.get("lost", 0) + s.get("followed", 0) for s in stats()) < 1 or \
+            min(s.get("write_frontier") or 0 for s in stats()) < t + 1:
+        assert time.monotonic() < deadline, stats()
+        time.sleep(0.2)
+    epoch = ctl._dataflows.writer_epoch("c1")
+    assert epoch is not None
+    # Kill r1: r2 keeps the view up to date while the orchestrator restarts r1.
+    pid = env.orch.pid("r1")
+    assert pid is not None
+    os.killpg(pid, signal.SIGKILL)
+    for i in range(2):
+        t += 10
+        inp.append([((2, 2), -1), ((2, 3 + i), 1)] if i == 0 else [((2, 3), -1)], t, upper=t + 1)
+        times.append(t)
+        wait_upper(out, t + 1)
+    env.online("r1", 2)
+    t += 10
+    inp.append([((9, 9), 1)], t, upper=t + 1)
+    times.append(t)
+    env.announce({"rep_in": t + 5})
+    u = wait_upper(out, t + 5)
+    assert output_log(out, u) == expected_log(lambda x: sums(inp.at(x)), times)
+    # The restarted replica hydrated from the output and follows it.
+    deadline = time.monotonic() + 60
+    while ctl.write_frontiers()["rep"].get("r1", 0) < t + 5:
+        assert time.monotonic() < deadline, ctl.write_frontiers()
+        time.sleep(0.2)
+    # Writers of the old epoch (a zombie r1) are fenced once a newer one appended.
+    new_epoch = ctl._dataflows.writer_epoch("c1")
+    assert new_epoch is not None and new_epoch > epoch
+    assert out.frontiers().epoch > epoch
+    with pytest.raises(Fenced):
+        f = out.frontiers()
+        out.compare_and_append(None, f.upper, f.upper + 1, epoch)
+    env.drop("rep")
+    lt.run(ctl.drop_replica("r2"))
