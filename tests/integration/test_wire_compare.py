@@ -362,14 +362,18 @@ def test_transaction_status_extended(peers: list[Peer]) -> None:
         out += transcript(c)
         c.send(c.bind("", "s1"), c.execute(), c.sync())
         out += transcript(c)
+        c.send(c.parse("", ""), c.sync())  # an empty query parses ...
+        out += transcript(c)
+        c.send(c.bind("", ""), c.sync())  # ... but does not bind
+        out += transcript(c)
         c.send(c.parse("", "ROLLBACK"), c.bind("", ""), c.execute(), c.sync())
         out += transcript(c)
         c.send(c.bind("", "s1"), c.execute(), c.sync())
         return out + transcript(c)
 
     got = compare(peers, script)
-    assert [d for t, d in got if t == "Z"] == ["I", "T", "E", "E", "E", "I", "I"]
-    assert [d for t, d in got if t == "E"] == ["22012", "25P02", "25P02"]
+    assert [d for t, d in got if t == "Z"] == ["I", "T", "E", "E", "E", "E", "E", "I", "I"]
+    assert [d for t, d in got if t == "E"] == ["22012", "25P02", "25P02", "25P02"]
     assert got[-3:] == [("D", (b"1",)), ("C", "SELECT 1"), ("Z", "I")]
 
 

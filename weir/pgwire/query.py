@@ -73,6 +73,8 @@ def _is_transaction_exit(sql: str) -> bool:
         parsed = sql_parse.parse_one(sql)
     except Exception:  # noqa: BLE001 - not parseable: let prepare report it
         return True
+    if isinstance(parsed, st.Empty):
+        return True  # an empty query is not refused either
     return isinstance(parsed, st.Transaction) and parsed.action in ("commit", "rollback")
 
 
@@ -418,8 +420,8 @@ class QueryHandler:
         if not portal_name:
             await self.drop_portal("")
         stmt = self._statement(stmt_name)
-        if (self.session.transaction_status == "E" and stmt.plan is not _EMPTY_PLAN
-                and not _is_transaction_exit(stmt.sql)):
+        if self.session.transaction_status == "E" and (
+                stmt.plan is _EMPTY_PLAN or not _is_transaction_exit(stmt.sql)):
             raise _in_failed_transaction()
         if portal_name and portal_name in self.portals:
             raise WeirError(SqlState.DUPLICATE_CURSOR, f'cursor "{portal_name}" already exists')
