@@ -120,6 +120,7 @@ class _Input:
     name: str
     shard: Shard
     columns: list[Column]
+    planner: io.Planner
     durable_upper: int = 0
 
 
@@ -137,6 +138,7 @@ class Dataflow:
         self._linear_sql: str | None = None
         self._schema: Any = None
         self._out: Shard
+        self._out_plans: io.Planner
         self._inputs: list[_Input] = []
         self._prev: Any = None  # counted DataFrame: the output's contents at upper - 1
         self._fenced_at: int | None = None
@@ -155,6 +157,7 @@ class Dataflow:
         """Open the shards and analyse the query; raises WeirError if it cannot run."""
         spec = self.spec
         self._out = store.open_shard(spec.output_shard_id)
+        self._out_plans = io.Planner(self._out)
         for i in spec.inputs:
             shard = store.open_shard(i.shard_id)
             cols = list(shard.columns)
@@ -164,7 +167,7 @@ class Dataflow:
                                     f"input {i.name} names {len(i.column_names)} columns, "
                                     f"shard {i.shard_id} has {len(cols)}")
                 cols = [(n, t, nl) for n, (_, t, nl) in zip(i.column_names, cols, strict=True)]
-            self._inputs.append(_Input(i.name, shard, cols))
+            self._inputs.append(_Input(i.name, shard, cols, io.Planner(shard)))
         try:
             session = self.engine.spark.newSession()
             for inp in self._inputs:
@@ -306,7 +309,7 @@ class Dataflow:
         lower = self.upper
         if upper <= lower:
             return False
-        plans = [io.plan_shard(inp.shard, upper, lower) for inp in self._inputs]
+        plans = [inp.planner.plan(upper, lower) for inp in self._inputs]
         for inp, p in zip(self._inputs, plans, strict=True):
             inp.durable_upper = max(inp.durable_upper, p.frontiers.upper)
         since = max((p.frontiers.since for p in plans), default=0)
@@ -381,7 +384,7 @@ class Dataflow:
     def _prev_at(self, lower: int) -> Any:
         """The output's contents at lower - 1 (cached; read from the shard when unknown)."""
         if self._prev is None:
-            plan = io.plan_shard(self._out, lower)
+            plan = self._out_plans.plan(lower)
             session = self.engine.spark.newSession()
             self._prev = io.stored_counted(session, plan.files, self._out.columns, self._schema,
                                            as_of=lower - 1).cache()
@@ -413,7 +416,7 @@ class Dataflow:
         """The output advanced to `current` without us: keep the cached contents only if
         nothing was appended since."""
         if self._prev is not None and self.upper is not None:
-            if current < self.upper or io.plan_shard(self._out, current, self.upper).times:
+            if current < self.upper or self._out_plans.plan(current, self.upper).times:
                 self._drop_prev()
         self._advance_to(current)
 

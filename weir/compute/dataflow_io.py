@@ -19,7 +19,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.conversions import from_bytes
-from pyiceberg.expressions import LessThan
 from pyiceberg.types import LongType
 
 from weir.compute.engine import query_expr, stored_ddl
@@ -48,38 +47,64 @@ class Plan:
     times: set[int] = field(default_factory=set)  # distinct update times in [lower, upper)
 
 
+@dataclass
+class _File:
+    path: str
+    lo: int | None  # mz_timestamp bounds from the file's statistics
+    hi: int | None
+
+
 def _bound(bounds: dict[int, bytes] | None, field_id: int) -> int | None:
     raw = (bounds or {}).get(field_id)
     return None if raw is None else int(from_bytes(LongType(), raw))
 
 
-def plan_shard(shard: Shard, upper: int, lower: int | None = None) -> Plan:
-    """Refresh `shard`, list its files with updates before `upper` and, if `lower` is
-    given, the distinct times in [lower, upper) (from file statistics where a file
-    holds a single time, else from its mz_timestamp column)."""
-    f = shard.frontiers()
-    table = shard.table
-    plan = Plan(f)
-    snap = table.current_snapshot()
-    if snap is None:
+class Planner:
+    """Scan plans of one shard, cached per Iceberg snapshot (frontier-only commits keep
+    the snapshot, so an idle input costs one catalog read per step)."""
+
+    def __init__(self, shard: Shard) -> None:
+        self.shard = shard
+        self._snapshot: int | None = None
+        self._files: list[_File] = []
+        self._times: dict[str, frozenset[int]] = {}  # files hold immutable data
+
+    def plan(self, upper: int, lower: int | None = None) -> Plan:
+        """Refresh the shard; its files with updates before `upper` and, if `lower` is
+        given, the distinct times in [lower, upper) (from file statistics where a file
+        holds a single time, else from its mz_timestamp column)."""
+        f = self.shard.frontiers()
+        table = self.shard.table
+        snap = table.current_snapshot()
+        sid = None if snap is None else snap.snapshot_id
+        if sid != self._snapshot or snap is None:
+            self._files = []
+            if snap is not None:
+                tid = table.schema().find_field(TIME_COL).field_id
+                for task in table.scan(snapshot_id=sid).plan_files():
+                    df = task.file
+                    self._files.append(_File(local_path(df.file_path), _bound(df.lower_bounds, tid),
+                                             _bound(df.upper_bounds, tid)))
+            self._snapshot = sid
+            live = {x.path for x in self._files}
+            self._times = {k: v for k, v in self._times.items() if k in live}
+        plan = Plan(f)
+        for x in self._files:
+            if x.lo is not None and x.lo >= upper:
+                continue
+            plan.files.append(x.path)
+            if lower is None or (x.hi is not None and x.hi < lower):
+                continue
+            if x.lo is not None and x.lo == x.hi:
+                if lower <= x.lo < upper:
+                    plan.times.add(x.lo)
+                continue
+            times = self._times.get(x.path)
+            if times is None:
+                col = pq.read_table(x.path, columns=[TIME_COL])[TIME_COL]
+                times = self._times[x.path] = frozenset(pc.unique(col).to_pylist())
+            plan.times.update(t for t in times if lower <= t < upper)
         return plan
-    tid = table.schema().find_field(TIME_COL).field_id
-    for task in table.scan(row_filter=LessThan(TIME_COL, upper), snapshot_id=snap.snapshot_id).plan_files():
-        df = task.file
-        path = local_path(df.file_path)
-        plan.files.append(path)
-        if lower is None:
-            continue
-        lo, hi = _bound(df.lower_bounds, tid), _bound(df.upper_bounds, tid)
-        if hi is not None and hi < lower:
-            continue
-        if lo is not None and lo == hi:
-            if lower <= lo < upper:
-                plan.times.add(lo)
-            continue
-        times = pc.unique(pq.read_table(path, columns=[TIME_COL])[TIME_COL]).to_pylist()
-        plan.times.update(t for t in times if lower <= t < upper)
-    return plan
 
 
 # ---- DataFrames over shard files -------------------------------------------------------

@@ -1,0 +1,67 @@
+"""The linear strategy's query rewrite and dataflow command parsing (no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from weir.compute.dataflow import DataflowSpec
+from weir.compute.linear import NotLinear, linear_rewrite
+from weir.errors import WeirError
+
+VIEWS = {"weir_u1": ["a", "b"], "weir_u2": ["a", "b"]}
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT a, b + 1 AS c FROM weir_u1 AS x WHERE a > 1 ORDER BY a",
+     "SELECT a, b + 1 AS c, `__weir_t`, `__weir_d` FROM weir_u1 AS x WHERE a > 1"),
+    ("SELECT * FROM weir_u1 UNION ALL SELECT x.* FROM weir_u2 x",
+     "SELECT `a`, `b`, `__weir_t`, `__weir_d` FROM weir_u1 UNION ALL "
+     "SELECT x.`a`, x.`b`, `__weir_t`, `__weir_d` FROM weir_u2 AS x"),
+    ("SELECT * FROM (SELECT a, b * 2 AS bb FROM weir_u1 WHERE b > 0) s WHERE bb < 10",
+     "SELECT `a`, `bb`, `__weir_t`, `__weir_d` FROM (SELECT a, b * 2 AS bb, `__weir_t`, `__weir_d` "
+     "FROM weir_u1 WHERE b > 0) AS s WHERE bb < 10"),
+    ("SELECT explode(array(a, b)) AS e FROM WEIR_U1",
+     "SELECT EXPLODE(ARRAY(a, b)) AS e, `__weir_t`, `__weir_d` FROM WEIR_U1"),
+])
+def test_linear_queries_carry_time_and_diff(sql: str, expected: str) -> None:
+    assert linear_rewrite(sql, VIEWS) == expected
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a, count(*) FROM weir_u1 GROUP BY a",
+    "SELECT sum(a) FROM weir_u1",
+    "SELECT DISTINCT a FROM weir_u1",
+    "SELECT a FROM weir_u1 JOIN weir_u2 USING (a)",
+    "SELECT a FROM weir_u1, weir_u2",
+    "SELECT a FROM weir_u1 WHERE a IN (SELECT a FROM weir_u2)",
+    "SELECT a FROM weir_u1 UNION SELECT a FROM weir_u2",
+    "SELECT a FROM weir_u1 EXCEPT ALL SELECT a FROM weir_u2",
+    "SELECT a FROM weir_u1 LIMIT 3",
+    "SELECT 1 AS x",
+    "SELECT a FROM other_table",
+    "WITH t AS (SELECT a FROM weir_u1) SELECT a FROM t",
+    "SELECT a, row_number() OVER (ORDER BY a) FROM weir_u1",
+    "SELECT * FROM (SELECT a + 1 FROM weir_u1) s",
+    "SELECT a AS __weir_t FROM weir_u1 WHERE __weir_t > 0",
+    "SELECT FROM WHERE",
+])
+def test_other_queries_are_not_linear(sql: str) -> None:
+    with pytest.raises(NotLinear):
+        linear_rewrite(sql, VIEWS)
+
+
+def test_create_dataflow_parsing() -> None:
+    body = {"type": "CreateDataflow", "dataflow_id": "u7", "sql": "SELECT a FROM weir_u1",
+            "inputs": [{"name": "weir_u1", "shard_id": "u1",
+                        "columns": [{"name": "a", "pg_type": "integer", "nullable": True}]}],
+            "output": {"shard_id": "u7"}, "as_of": 5, "strategy": "linear"}
+    spec = DataflowSpec.from_body(body)
+    assert (spec.output_shard_id, spec.as_of, spec.inputs[0].column_names) == ("u7", 5, ("a",))
+    assert spec.same_definition(DataflowSpec.from_body({**body, "as_of": 9}))
+    assert not spec.same_definition(DataflowSpec.from_body({**body, "sql": "SELECT 1"}))
+    with pytest.raises(WeirError) as e:
+        DataflowSpec.from_body({**body, "strategy": "magic"})
+    assert e.value.sqlstate == "22023"
+    with pytest.raises(WeirError) as e:
+        DataflowSpec.from_body({k: v for k, v in body.items() if k != "output"})
+    assert e.value.sqlstate == "08P01"
