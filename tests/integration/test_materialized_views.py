@@ -25,11 +25,15 @@ def _eventually(c: psycopg.Connection, sql: str, expected: list[tuple], timeout:
     raise AssertionError(f"{sql}: expected {expected}, got {got}")
 
 
+@pytest.mark.timeout(900)
 def test_materialized_view_lifecycle(tmp_path: Path, java: None) -> None:
     srv = WeirServer(tmp_path / "data").start()
     try:
         with srv.connect() as c:
+            # two replicas of one cluster on this 2-core machine: park quickstart's
             c.execute("CREATE CLUSTER mv_c (SIZE '1', REPLICATION FACTOR 2)")
+            c.execute("ALTER CLUSTER quickstart SET (REPLICATION FACTOR 0)")
+            c.execute("SET cluster = mv_c")
             c.execute("CREATE TABLE auctions (id int, item text)")
             c.execute("CREATE TABLE bids (auction_id int, amount int)")
             c.execute("INSERT INTO auctions VALUES (1, 'a'), (2, 'b')")
@@ -58,8 +62,8 @@ def test_materialized_view_lifecycle(tmp_path: Path, java: None) -> None:
             c.execute("INSERT INTO bids VALUES (1, 99)")
             _eventually(c, "SELECT * FROM winning_bids ORDER BY id", [(1, 99), (2, 50)])
         srv.stop()
-        srv.start()
-        with srv.connect() as c:
+        srv.start(wait_for_replica=False)
+        with srv.connect(options="-c cluster=mv_c") as c:
             _eventually(c, "SELECT * FROM winning_bids ORDER BY id", [(1, 99), (2, 50)])
             c.execute("INSERT INTO bids VALUES (2, 60)")
             _eventually(c, "SELECT * FROM winning_bids ORDER BY id", [(1, 99), (2, 60)])
@@ -67,7 +71,11 @@ def test_materialized_view_lifecycle(tmp_path: Path, java: None) -> None:
             counts = c.execute("SELECT id, count(*) FROM winning_bids GROUP BY id ORDER BY id").fetchall()
             assert counts == [(1, 1), (2, 1)]
             c.execute("DROP MATERIALIZED VIEW big_bids")
+            assert "big_bids" not in {r[0] for r in c.execute("SHOW OBJECTS").fetchall()}
+            c.execute("SET cluster = quickstart")
             c.execute("DROP CLUSTER mv_c CASCADE")
-            assert "winning_bids" not in {r[0] for r in c.execute("SHOW OBJECTS").fetchall()}
+            with pytest.raises(psycopg.Error) as e:
+                c.execute("DROP MATERIALIZED VIEW winning_bids")
+            assert e.value.sqlstate == "42P01"
     finally:
         srv.stop()

@@ -63,6 +63,7 @@ class Coordinator(api.Coordinator):
         self._status_task: asyncio.Task[None] | None = None
         self.source_runners: dict[str, Any] = {}
         self.dataflow_holds: dict[str, Any] = {}
+        self._background: set[asyncio.Task[None]] = set()
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
@@ -117,10 +118,10 @@ class Coordinator(api.Coordinator):
         from weir.adapter import mviews
 
         for item in self.catalog.list_items("materialized-view"):
-            try:
-                await mviews.restart(self, item)
-            except WeirError as e:
-                log.error("materialized view %s could not be restarted: %s", item.full_name, e.message)
+            # replicas may take a while to start Spark: resume in the background
+            task = asyncio.create_task(mviews.restart(self, item), name=f"restart-{item.id}")
+            self._background.add(task)
+            task.add_done_callback(self._restart_done)
 
     def size_config(self) -> dict[str, Any] | None:
         return {"sizes": self.config.replica_sizes} if self.config.replica_sizes else None
@@ -192,6 +193,11 @@ class Coordinator(api.Coordinator):
                 self._builtin_rows[b.id] = new
             if updates:
                 await self.storage.append(updates)
+
+    def _restart_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a materialized view could not be restarted: %s", task.exception())
 
     def _announce_frontiers(self, ts: int) -> None:
         """Every tick: replicas learn the uppers of the collections the coordinator writes,

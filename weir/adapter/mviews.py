@@ -89,6 +89,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "materialized views must read at least one relation")
     strategy = "linear" if is_linear(qualified) else "recompute"
     as_of = query.choose_timestamp(session, inputs, for_write=True)
+    hold = coord.storage.acquire_read_hold(list(inputs), as_of)  # before any await
     if existing is not None:  # OR REPLACE
         await drop_items(coord, cat.drop_item(existing.id, cascade=False).items)
     item = cat.create_item(
@@ -99,8 +100,9 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
     try:
         await coord.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in columns],
                                               external=True, initial_upper=as_of)
-        await install(coord, item, as_of)
+        await install(coord, item, as_of, hold)
     except BaseException:
+        hold.release()
         cat.drop_item(item.id)
         try:
             await coord.storage.drop_collection(item.id)
@@ -111,11 +113,12 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
     return api.Command("CREATE MATERIALIZED VIEW")
 
 
-async def install(coord: Coordinator, item: Item, as_of: int) -> None:
+async def install(coord: Coordinator, item: Item, as_of: int, hold: Any = None) -> None:
     """Install the view's dataflow on its cluster, holding its inputs at `as_of`."""
     d = item.definition
     input_ids = [i["shard_id"] for i in d["inputs"]]
-    hold = coord.storage.acquire_read_hold(input_ids, as_of)
+    if hold is None:
+        hold = coord.storage.acquire_read_hold(input_ids, as_of)
     coord.dataflow_holds[item.id] = hold
     try:
         await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"], item.id,
@@ -127,13 +130,24 @@ async def install(coord: Coordinator, item: Item, as_of: int) -> None:
 
 
 async def restart(coord: Coordinator, item: Item) -> None:
-    """After a restart: resume the dataflow where its output stands."""
-    since, upper = coord.storage.frontiers(item.id)
-    d = item.definition
-    input_sinces = [coord.storage.frontiers(i["shard_id"])[0] for i in d["inputs"]
-                    if i["shard_id"] in coord.storage.collections]
-    as_of = max([upper - 1, since, *input_sinces])
-    await install(coord, item, as_of)
+    """After a restart: resume the dataflow where its output stands (retrying while the
+    cluster's replicas are still starting)."""
+    import asyncio
+
+    while True:
+        since, upper = coord.storage.frontiers(item.id)
+        d = item.definition
+        input_sinces = [coord.storage.frontiers(i["shard_id"])[0] for i in d["inputs"]
+                        if i["shard_id"] in coord.storage.collections]
+        as_of = max([upper - 1, since, *input_sinces])
+        try:
+            await install(coord, item, as_of)
+            return
+        except WeirError as e:
+            if e.sqlstate not in ("57P03", SqlState.INTERNAL_ERROR):
+                raise
+            log.info("materialized view %s waits for its cluster: %s", item.full_name, e.message)
+            await asyncio.sleep(2)
 
 
 def advance_holds(coord: Coordinator) -> None:
