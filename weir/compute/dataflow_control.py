@@ -157,17 +157,22 @@ class DataflowControl:
         try:
             # Replicas that reconnect meanwhile get it replayed and answer too.
             answer = await asyncio.wait_for(asyncio.shield(df.created), self._ctl.ready_timeout)
+        except TimeoutError:
+            await self.drop(cluster_id, dataflow_id, wait=False)
+            raise WeirError(SqlState.CANNOT_CONNECT_NOW,
+                            f"no replica of cluster '{cluster_id}' installed dataflow {dataflow_id} "
+                            f"within {self._ctl.ready_timeout:.0f}s") from None
         except BaseException:
-            await self.drop(cluster_id, dataflow_id)
+            await self.drop(cluster_id, dataflow_id, wait=False)
             raise
         if answer.get("type") == P.DATAFLOW_ERROR:
-            await self.drop(cluster_id, dataflow_id)
+            await self.drop(cluster_id, dataflow_id, wait=False)
             raise WeirError(str(answer.get("sqlstate") or SqlState.INTERNAL_ERROR),
                             str(answer.get("message") or "the dataflow could not be created"),
                             detail=answer.get("detail"), hint=answer.get("hint"))
         return str(answer.get("strategy") or strategy)
 
-    async def drop(self, cluster_id: str, dataflow_id: str) -> None:
+    async def drop(self, cluster_id: str, dataflow_id: str, wait: bool = True) -> None:
         df = self.dataflows.get(dataflow_id)
         if df is None or df.cluster_id != cluster_id:
             return
@@ -177,9 +182,10 @@ class DataflowControl:
         waits = []
         loop = asyncio.get_running_loop()
         for conn in self._conns(cluster_id):
-            fut: asyncio.Future[None] = loop.create_future()
-            self._drops[(id(conn), dataflow_id)] = fut
-            waits.append(fut)
+            if wait:
+                fut: asyncio.Future[None] = loop.create_future()
+                self._drops[(id(conn), dataflow_id)] = fut
+                waits.append(fut)
             conn.out.send_nowait({"type": P.DROP_DATAFLOW, "dataflow_id": dataflow_id})
         if waits:
             done, pending = await asyncio.wait(waits, timeout=DROP_TIMEOUT)

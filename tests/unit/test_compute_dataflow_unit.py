@@ -1,11 +1,17 @@
-"""The linear strategy's query rewrite and dataflow command parsing (no Spark)."""
+"""Dataflows without Spark: the linear rewrite, CreateDataflow parsing, the controller's
+replay and epochs."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from weir.compute.dataflow import DataflowSpec
+from weir.compute.dataflow_control import DataflowControl, InstalledDataflow
 from weir.compute.linear import NotLinear, linear_rewrite
+from weir.compute.protocol import Message
 from weir.errors import WeirError
 
 VIEWS = {"weir_u1": ["a", "b"], "weir_u2": ["a", "b"]}
@@ -65,3 +71,43 @@ def test_create_dataflow_parsing() -> None:
     with pytest.raises(WeirError) as e:
         DataflowSpec.from_body({k: v for k, v in body.items() if k != "output"})
     assert e.value.sqlstate == "08P01"
+
+
+class _Out:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def send_nowait(self, body: dict[str, Any]) -> None:
+        self.sent.append(body)
+
+
+class _Conn:
+    def __init__(self, replica: Any) -> None:
+        self.replica, self.out, self.closed = replica, _Out(), False
+
+
+def test_controller_replays_dataflows_and_hands_out_epochs() -> None:
+    replicas = {r: SimpleNamespace(replica_id=r, cluster_id="c1", conn=None) for r in ("r1", "r2")}
+    control = DataflowControl(SimpleNamespace(_replicas=replicas), epoch=7)  # type: ignore[arg-type]
+    e1 = control.next_epoch("c1")
+    replicas["r1"].conn = _Conn(replicas["r1"])
+    df = InstalledDataflow("c1", "u9", "SELECT 1", [], "u9", as_of=100, strategy="recompute")
+    control.dataflows["u9"] = df
+    control.update_input_frontiers({"u1": 50})
+    assert replicas["r1"].conn.out.sent[-1] == {"type": "UpdateInputFrontiers", "uppers": {"u1": 50}}
+    control.update_input_frontiers({"u1": 40})  # never backwards
+    assert control.uppers == {"u1": 50}
+    assert control.on_message(replicas["r1"].conn, Message({"type": "Frontiers", "dataflow_id": "u9",
+                                                            "write_frontier": 130}))
+    assert control.write_frontiers() == {"u9": {"r1": 130}}
+    # r2 connects: a newer epoch for the cluster, announced to r1; r2 gets the replay.
+    e2 = control.next_epoch("c1")
+    assert e2 > e1 > 7 * 1_000_000
+    assert replicas["r1"].conn.out.sent[-1] == {"type": "SetWriterEpoch", "epoch": e2}
+    replicas["r2"].conn = _Conn(replicas["r2"])
+    control.on_connected(replicas["r2"].conn)
+    sent = replicas["r2"].conn.out.sent
+    assert sent[0] == {"type": "UpdateInputFrontiers", "uppers": {"u1": 50}}
+    assert sent[1]["type"] == "CreateDataflow" and sent[1]["as_of"] == 129
+    control.allow_compaction("c1", "u9", 140)
+    assert df.command()["as_of"] == 140
