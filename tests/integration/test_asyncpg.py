@@ -254,9 +254,6 @@ def test_executemany_is_atomic(server: WeirServer) -> None:
     run(server, body)
 
 
-@pytest.mark.xfail(reason="weir bug: a read transaction holds no read hold at its timestamp, so a "
-                          "second read after the compaction window (1 s) fails with 22023 "
-                          "(adapter query.choose_timestamp)", strict=False)
 def test_two_cursors_in_one_slow_transaction(server: WeirServer) -> None:
     async def body(c: asyncpg.Connection) -> None:
         await c.execute("CREATE TABLE ap_slow (k int)")

@@ -110,6 +110,7 @@ async def _transaction(session: Session, stmt: st.Transaction) -> api.Command:
         session.notice("there is no transaction in progress", SqlState.NO_ACTIVE_SQL_TRANSACTION, "WARNING")
         return api.Command("COMMIT" if stmt.action == "commit" else "ROLLBACK")
     session.txn = None
+    txn.release()
     await cursors.close_all(session)
     if stmt.action == "rollback" or txn.failed:
         return api.Command("ROLLBACK")

@@ -126,6 +126,9 @@ def choose_timestamp(session: Session, inputs: dict[str, RelationDesc], *, for_w
         ts = max(ts, since)
     if txn is not None and txn.explicit:
         txn.read_ts = ts
+        # every later read of the transaction is at ts: keep it readable until the end
+        held = [sid for sid, c in storage.collections.items() if c.since <= ts]
+        txn.hold = storage.acquire_read_hold(held, ts)
     return ts
 
 

@@ -28,8 +28,12 @@ class Transaction:
     failed: bool = False
     read_ts: int | None = None
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)
-    # name of the first statement kind that wrote or read, to keep transactions single-purpose
-    mode: str | None = None
+    hold: Any = None  # read hold at read_ts for the transaction's lifetime
+
+    def release(self) -> None:
+        if self.hold is not None:
+            self.hold.release()
+            self.hold = None
 
 
 class Session(api.Session):
@@ -136,11 +140,13 @@ class Session(api.Session):
             if self.txn.explicit:
                 self.txn.failed = True
             else:
+                self.txn.release()
                 self.txn = None
 
     async def end_implicit_transaction(self) -> None:
         if self.txn is not None and not self.txn.explicit:
             txn, self.txn = self.txn, None
+            txn.release()
             if not txn.failed:
                 await self.coord.commit_writes(txn.writes)
 
@@ -189,6 +195,8 @@ class Session(api.Session):
         from weir.adapter.cursors import close_all
 
         self.cancel()
+        if self.txn is not None:
+            self.txn.release()
         self.txn = None
         await close_all(self)
         self.coord.session_closed(self)

@@ -247,7 +247,8 @@ def _n_datestyle(v: VarDef, value: str) -> str:
 
 
 def _n_encoding(v: VarDef, value: str) -> str:
-    if value.strip().upper().replace("-", "").replace("_", "") in ("UTF8", "UNICODE"):
+    # PostgreSQL ignores everything but letters and digits ('utf-8', "'UTF8'", utf_8)
+    if "".join(ch for ch in value.upper() if ch.isalnum()) in ("UTF8", "UNICODE"):
         return "UTF8"
     raise _invalid(v.name, value, "available values: UTF8")
 
