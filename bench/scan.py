@@ -54,6 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import psycopg  # noqa: E402
+
 from tests.integration.server import WeirServer  # noqa: E402
 
 QUERY = ("SELECT grp, count(*), sum(amount) FROM scan_bench "
@@ -116,7 +118,8 @@ class SparkUI:
             self.problem = f"{self.url}: {e!r}"
 
     def _get(self, path: str) -> Any:
-        with urllib.request.urlopen(f"{self.url}{path}", timeout=5) as r:
+        # the first request initializes the REST API in the JVM: seconds on a loaded machine
+        with urllib.request.urlopen(f"{self.url}{path}", timeout=60) as r:
             return json.load(r)
 
     def _executions(self) -> list[dict[str, Any]]:
@@ -382,6 +385,13 @@ def main() -> int:
         print(f"shard {sid}: {len(files)} Parquet file(s), {plan.row_count:,} rows, {size / 1e6:.1f} MB; "
               f"may have retractions: {plan.may_have_retractions}", flush=True)
         select1, _ = timed(lambda: conn.execute("SELECT 1").fetchall(), 5, 50)
+        # Parse alone (libpq PQprepare: Parse + Sync): weir describes the result on Parse,
+        # a round trip to the replica (new session, input binding, analysis); psycopg's
+        # execute() sends Parse + Bind + Describe + Execute, so every query pays it once.
+        query_bytes = QUERY.encode()
+        parse, res = timed(lambda: conn.pgconn.prepare(b"", query_bytes), 2, 10)
+        if res.status != psycopg.pq.ExecStatus.COMMAND_OK:
+            raise RuntimeError(f"Parse failed: {res.error_message!r}")
 
         rlog = ReplicaLog(weir.data_dir)
         replica_ui = SparkUI(rlog.ui_url())
@@ -488,6 +498,7 @@ def main() -> int:
         if r_ok:
             spark_lines(r_ok, "    ", "rest: new session, binding, py4j, Arrow, send")
         ms("  coordinator + transport (end to end - replica peek)", med(coord))
+        ms("    incl. Parse (describe via the replica; timed alone)", med(parse))
     else:
         print("  (no `peek ... rows in` lines found in the replica log)")
     ms("    incl. scan planning (Shard.data_files, timed alone)", med(plan_times))
