@@ -239,8 +239,6 @@ def test_executemany_and_transaction_commit(server: WeirServer) -> None:
     run(server, body)
 
 
-@pytest.mark.xfail(reason="weir bug: writes of an implicit transaction (statements before one Sync) "
-                          "commit one by one instead of at Sync (adapter Coordinator.write)", strict=False)
 def test_executemany_is_atomic(server: WeirServer) -> None:
     """asyncpg pipelines executemany() as Bind/Execute pairs before one Sync: in PostgreSQL
     they are one implicit transaction, so an error rolls back the rows before it."""

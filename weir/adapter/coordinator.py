@@ -300,6 +300,9 @@ class Coordinator(api.Coordinator):
             yield
 
     async def write(self, session: Session, updates: dict[str, pa.Table], *, locked: bool = False) -> None:
+        """Writes of an explicit transaction wait for COMMIT; INSERTs of an implicit one
+        (statements before one Sync, or one simple-query string) for its end, so they land
+        together or not at all. UPDATE/DELETE (`locked`) commit at once, under their lock."""
         txn = session.txn
         if txn is not None and txn.explicit:
             if txn.read_ts is not None:
@@ -309,9 +312,19 @@ class Coordinator(api.Coordinator):
                 txn.writes.setdefault(sid, []).append(t)
             return
         if locked:
+            await self.flush_implicit_writes(session)
             await self.storage.append(updates)
             return
-        await self.storage.append(updates)
+        implicit = session.implicit_txn()
+        for sid, t in updates.items():
+            implicit.writes.setdefault(sid, []).append(t)
+
+    async def flush_implicit_writes(self, session: Session) -> None:
+        """A read inside an implicit transaction sees the transaction's earlier writes."""
+        txn = session.txn
+        if txn is not None and not txn.explicit and txn.writes:
+            writes, txn.writes = txn.writes, {}
+            await self.commit_writes(writes)
 
     async def commit_writes(self, writes: dict[str, list[pa.Table]]) -> None:
         if not writes:

@@ -191,6 +191,7 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
     the latest data whatever the session's transaction has read."""
     bound = bind_params(expr, params, param_types)
     coord = session.coord
+    await coord.flush_implicit_writes(session)
     if as_of is not None and constant.is_constant(bound):
         eval_as_of(session, as_of.expr)
     if constant.is_constant(bound):
