@@ -110,7 +110,7 @@ class Coordinator(api.Coordinator):
                 await start_runner(self, item)
         self.orchestrator = ProcessOrchestrator(log_dir=data / "logs")
         self.compute = ComputeController(self.orchestrator, storage_config={
-            "catalog_uri": self.config.catalog_uri, "warehouse": str(data / "warehouse")})
+            "catalog_uri": self.config.catalog_uri, "warehouse": str(data / "warehouse")}, epoch=epoch)
         self.storage.on_commit.append(self._announce_frontiers)
         for replica in self.catalog.list_replicas():
             await self.start_replica(replica)

@@ -335,6 +335,8 @@ class StorageController:
         for c in list(self.collections.values()):
             if c.external:
                 fr = await self._read(c.shard.frontiers)
+                if fr.upper > c.upper:
+                    c.dirty_since_compaction = True
                 c.upper = c.durable_upper = max(c.upper, fr.upper)
                 held = min(c.holds.values(), default=c.upper)
                 c.since = max(c.since, min(c.upper - COMPACTION_WINDOW_MS, held))
