@@ -21,3 +21,21 @@ def test_explain_plans_and_timestamp(server: WeirServer) -> None:
         (ts,) = c.execute("EXPLAIN TIMESTAMP FOR SELECT * FROM ex_t").fetchone()
         assert "query timestamp:" in ts and "materialize.public.ex_t" in ts
         assert "read frontier:" in ts and "write frontier:" in ts
+
+
+def test_frontiers_relation(server: WeirServer) -> None:
+    import time
+
+    with server.connect() as c:
+        c.execute("CREATE TABLE fr_t (x int)")
+        (item_id,) = c.execute("SELECT id FROM mz_catalog.mz_tables WHERE name = 'fr_t'").fetchone()
+        deadline = time.time() + 30
+        rows = []
+        while not rows and time.time() < deadline:
+            rows = c.execute("SELECT read_frontier, write_frontier FROM mz_internal.mz_frontiers "
+                             "WHERE object_id = %s", (item_id,)).fetchall()
+            time.sleep(0.5)
+        assert rows, "mz_frontiers has no row for a new table"
+        read, write = (int(v) for v in rows[0])
+        assert 0 < read < write, "since trails upper"
+        assert write - read <= 1500, "the compaction window is about one second"

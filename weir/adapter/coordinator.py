@@ -61,6 +61,7 @@ class Coordinator(api.Coordinator):
         self._builtin_lock = asyncio.Lock()
         self._system_vars: dict[str, str] | None = None
         self._status_task: asyncio.Task[None] | None = None
+        self._frontier_task: asyncio.Task[None] | None = None
         self.source_runners: dict[str, Any] = {}
         self.dataflow_holds: dict[str, Any] = {}
         self._background: set[asyncio.Task[None]] = set()
@@ -115,6 +116,9 @@ class Coordinator(api.Coordinator):
         for replica in self.catalog.list_replicas():
             await self.start_replica(replica)
         self._status_task = asyncio.create_task(self._watch_replica_statuses(), name="replica-statuses")
+        from weir.adapter import frontiers
+
+        self._frontier_task = asyncio.create_task(frontiers.watch(self), name="frontiers")
         from weir.adapter import mviews
 
         for item in self.catalog.list_items("materialized-view"):
@@ -140,6 +144,8 @@ class Coordinator(api.Coordinator):
             s.cancel()
         if self._status_task is not None:
             self._status_task.cancel()
+        if self._frontier_task is not None:
+            self._frontier_task.cancel()
         for runner in list(self.source_runners.values()):
             await runner.stop()
         try:

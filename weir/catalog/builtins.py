@@ -33,7 +33,18 @@ from weir.catalog.model import (
     Snapshot,
 )
 from weir.catalog.vars import VARS, VarDef, duration_ms, lookup_var, normalize_var
-from weir.types import BOOL, BY_NAME, INT4, INT8, INTERVAL, TEXT, TEXT_ARRAY, TIMESTAMPTZ, PgType
+from weir.types import (
+    BOOL,
+    BY_NAME,
+    INT4,
+    INT8,
+    INTERVAL,
+    MZ_TIMESTAMP,
+    TEXT,
+    TEXT_ARRAY,
+    TIMESTAMPTZ,
+    PgType,
+)
 
 if TYPE_CHECKING:
     from weir.catalog.store import Catalog
@@ -289,6 +300,12 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_INTERNAL, "mz_cluster_replica_status_history", "s202", 16502, _t(
         ("replica_id", TEXT), ("process_id", INT8), ("status", TEXT), ("reason", TEXT),
         ("occurred_at", TIMESTAMPTZ)), _runtime, frozenset({"reason"}), runtime=True),
+    BuiltinTable(MZ_INTERNAL, "mz_frontiers", "s203", 16503, _t(
+        ("object_id", TEXT), ("read_frontier", MZ_TIMESTAMP), ("write_frontier", MZ_TIMESTAMP)),
+        _runtime, frozenset({"read_frontier", "write_frontier"}), runtime=True),
+    BuiltinTable(MZ_CATALOG, "mz_cluster_replica_frontiers", "s114", 16414, _t(
+        ("object_id", TEXT), ("replica_id", TEXT), ("write_frontier", MZ_TIMESTAMP)),
+        _runtime, frozenset({"write_frontier"}), runtime=True),
 )
 
 BUILTIN_TABLES = BUILTINS  # the name the adapter uses
