@@ -421,8 +421,6 @@ def test_typed_values_encode_alike(peers: list[Peer], sql: str, fmt: int) -> Non
     assert all(f == fmt for _, _, f in got[2][1])  # type: ignore[misc]
 
 
-@pytest.mark.xfail(reason="weir bug: on the Spark path, casts to uuid / jsonb come back typed text "
-                          "(adapter query.columns_from_schema only knows input columns' types)", strict=False)
 def test_uuid_and_jsonb_types_from_spark(peers: list[Peer]) -> None:
     def script(c: RawClient) -> list[Entry]:
         c.send(c.parse("", "SELECT 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS n, "

@@ -19,6 +19,7 @@ from weir.sql.render import (
     bind_params,
     fold_typed_literals,
     name_outputs,
+    pg_type_of_datatype,
     substitute_session_functions,
     to_spark,
     typed_division,
@@ -48,8 +49,25 @@ def _hints(inputs: dict[str, RelationDesc]) -> dict[str, PgType]:
     return out
 
 
+def cast_hints(expr: exp.Expression) -> list[PgType | None]:
+    """Per top-level projection, the type it is cast to, for types Spark cannot express
+    (`x::uuid`, `'{}'::jsonb`, `n::mz_timestamp` come back from Spark as text or bigint)."""
+    select = expr
+    while isinstance(select, exp.SetOperation):
+        select = select.this
+    if not isinstance(select, exp.Select):
+        return []
+    out: list[PgType | None] = []
+    for p in select.expressions:
+        inner = p.this if isinstance(p, exp.Alias) else p
+        t = pg_type_of_datatype(inner.to) if isinstance(inner, exp.Cast) else None
+        out.append(t if t is not None and T.from_arrow(t.arrow).oid != t.oid else None)
+    return out
+
+
 def columns_from_schema(schema: pa.Schema, names: list[str | None],
-                        inputs: dict[str, RelationDesc]) -> list[api.Column]:
+                        inputs: dict[str, RelationDesc],
+                        casts: list[PgType | None] | None = None) -> list[api.Column]:
     hints = _hints(inputs)
     cols = []
     named = iter(names) if names and None not in names and len(names) == len(schema) else None
@@ -61,7 +79,11 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
         if name == "mz_now" and pa.types.is_integer(f.type):
             t = T.MZ_TIMESTAMP
         hint = hints.get(f.name) or hints.get(name)
-        if hint is not None and hint.arrow.equals(f.type):
+        cast = casts[len(cols)] if casts and len(casts) == len(schema) else None
+        if cast is not None and (cast.arrow.equals(f.type) or (
+                cast.oid == T.MZ_TIMESTAMP.oid and pa.types.is_integer(f.type))):
+            t = cast
+        elif hint is not None and hint.arrow.equals(f.type):
             t = hint
         elif hint is not None and hint.oid == T.MZ_TIMESTAMP.oid and pa.types.is_integer(f.type):
             t = hint
@@ -95,7 +117,7 @@ async def describe(session: Session, expr: exp.Expression, param_types: list[PgT
     plan = plan_peek(session, bound, 0)
     inputs = [_input_spec(desc, [], 0, False) for desc in plan.inputs.values()]
     schema = await session.coord.compute.describe(plan.cluster_id, plan.spark_sql, inputs)
-    return columns_from_schema(schema, plan.names, plan.inputs)
+    return columns_from_schema(schema, plan.names, plan.inputs, cast_hints(bound))
 
 
 def _input_spec(desc: RelationDesc, files: list[str], as_of: int, consolidate: bool) -> dict[str, Any]:
@@ -223,7 +245,7 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
     except BaseException:
         hold.release()
         raise
-    cols = columns_from_schema(result.schema, names, resolved.inputs)
+    cols = columns_from_schema(result.schema, names, resolved.inputs, cast_hints(bound))
     return api.Rows(cols, _stream(session, result.batches, hold), tag_prefix)
 
 
