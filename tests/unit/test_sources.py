@@ -369,7 +369,8 @@ def test_runner_counter_ticks_and_resumes(tmp_path: Path) -> None:
 
         await _wait(lambda: at_least(3))
         upper_before = ctl.frontiers("u1")[1]
-        await _wait(lambda: at_least(5))
+        seen = len(await _read(ctl, "u1"))
+        await _wait(lambda: at_least(seen + 2))  # two more ticks became visible: upper moved
         assert ctl.frontiers("u1")[1] > upper_before
         await runner.stop()
         rows = await _read(ctl, "u1")
