@@ -55,7 +55,6 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, st.ShowVariable):
         return await _show_var(session, stmt)
     if isinstance(stmt, st.SetVariable):
-        _check_not_in_failed(session)
         if stmt.name in ("transaction_isolation",) and stmt.local:
             return api.Command("SET")
         session.set_var(stmt.name, stmt.value)
@@ -79,10 +78,6 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, (st.Insert, st.Update, st.Delete)):
         return await dml.execute(session, stmt, params, types)
     return await ddl.execute(session, stmt)
-
-
-def _check_not_in_failed(session: Session) -> None:
-    pass
 
 
 async def _show_var(session: Session, stmt: st.ShowVariable) -> api.Rows:
@@ -120,5 +115,3 @@ async def _transaction(session: Session, stmt: st.Transaction) -> api.Command:
         raise
     return api.Command("COMMIT")
 
-
-__all__ = ["execute", "WeirError"]
