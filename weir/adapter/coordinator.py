@@ -65,6 +65,7 @@ class Coordinator(api.Coordinator):
         self.source_runners: dict[str, Any] = {}
         self.dataflow_holds: dict[str, Any] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self.describe_cache: dict[Any, Any] = {}
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
