@@ -86,7 +86,7 @@ class Coordinator(api.Coordinator):
         store = await loop.run_in_executor(
             None, lambda: ShardStore(self.config.catalog_uri, str(data / "warehouse")))
         self.oracle = TimestampOracle(self.catalog.oracle_get, self.catalog.oracle_set)
-        epoch = self.catalog.bump_epoch() if hasattr(self.catalog, "bump_epoch") else 1
+        epoch = self.catalog.bump_epoch()  # this coordinator's writer epoch (fences older ones)
         self.storage = StorageController(store, self.oracle, data / "wal", epoch=epoch,
                                          tick_ms=self.config.tick_ms)
         tables = self.catalog.list_items("table")

@@ -113,8 +113,7 @@ def substitute_session_functions(expr: exp.Expression, ctx: SessionContext) -> e
         if isinstance(node, exp.CurrentSchema):
             return exp.Literal.string(ctx.search_path[0] if ctx.search_path else "")
         if isinstance(node, exp.Column) and not node.table and node.name.lower() in ("current_role", "user"):
-            if not isinstance(node.parent, exp.Select) or True:
-                return exp.Literal.string(ctx.user)
+            return exp.Literal.string(ctx.user)
         if isinstance(node, (exp.CurrentTimestamp,)):
             return literal(ctx.statement_time, T.TIMESTAMPTZ)
         if isinstance(node, exp.Anonymous):
