@@ -397,7 +397,9 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
     if head in ("ROLLBACK", "ABORT"):
         return st.Transaction(text, "rollback")
     if head == "EXPLAIN":
-        return _parse_explain(text)
+        from weir.sql.parse_objects import parse_explain
+
+        return parse_explain(text)
     if head == "SUBSCRIBE":
         from weir.sql.parse_subscribe import parse_subscribe
 
@@ -434,120 +436,38 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
     if head == "ALTER" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
         return st.AlterRole(text, _ident(words[2]), _role_options(words[3:]))
     if head == "DROP" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
-        rest, if_exists = words[2:], False
-        if len(rest) > 1 and rest[0].upper() == "IF" and rest[1].upper() == "EXISTS":
-            rest, if_exists = rest[2:], True
-        names = [_ident(n) for n in " ".join(rest).split(",") if n.strip()]
-        names = [_ident(n.strip()) for n in " ".join(rest).split(",") if n.strip()]
-        return st.Drop(text, "role", [[n] for n in names], if_exists, False)
+        return _parse_drop(text, "role", words[2:], qualified=False)
     if head in ("CREATE", "ALTER", "DROP") and len(upper) > 1 and upper[1] == "CLUSTER":
         from weir.sql.parse_cluster import parse_cluster_statement
 
         return parse_cluster_statement(text)
     if head == "CREATE" and re.match(r"^CREATE\s+(OR\s+REPLACE\s+)?MATERIALIZED\s+VIEW\b", text, re.I):
-        return _parse_create_mv(text)
+        from weir.sql.parse_objects import parse_create_mv
+
+        return parse_create_mv(text)
     if head == "DROP" and len(upper) > 2 and upper[1] == "MATERIALIZED" and upper[2] == "VIEW":
-        rest, if_exists = words[3:], False
-        if len(rest) > 1 and rest[0].upper() == "IF" and rest[1].upper() == "EXISTS":
-            rest, if_exists = rest[2:], True
-        cascade = bool(rest) and rest[-1].upper() == "CASCADE"
-        rest = [w for w in rest if w.upper() not in ("CASCADE", "RESTRICT")]
-        names = [_name_parts(n.strip()) for n in " ".join(rest).split(",") if n.strip()]
-        return st.Drop(text, "materialized view", names, if_exists, cascade)
+        return _parse_drop(text, "materialized view", words[3:])
     if head == "CREATE" and len(upper) > 1 and upper[1] == "SOURCE":
-        return _parse_create_source(text)
+        from weir.sql.parse_objects import parse_create_source
+
+        return parse_create_source(text)
     if head == "DROP" and len(upper) > 2 and upper[1] == "SOURCE":
-        rest, if_exists = words[2:], False
-        if len(rest) > 1 and rest[0].upper() == "IF" and rest[1].upper() == "EXISTS":
-            rest, if_exists = rest[2:], True
-        cascade = bool(rest) and rest[-1].upper() == "CASCADE"
-        rest = [w for w in rest if w.upper() not in ("CASCADE", "RESTRICT")]
-        names = [_name_parts(n.strip()) for n in " ".join(rest).split(",") if n.strip()]
-        return st.Drop(text, "source", names, if_exists, cascade)
+        return _parse_drop(text, "source", words[2:])
     if head in ("GRANT", "REVOKE"):
         return _parse_grant(text, words, upper, head == "REVOKE")
     return None
 
 
-_CREATE_SOURCE = re.compile(
-    r"^CREATE\s+SOURCE\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>[\w.\"]+)"
-    r"(?:\s+IN\s+CLUSTER\s+(?P<cluster>[\w\"]+))?"
-    r"\s+FROM\s+LOAD\s+GENERATOR\s+(?P<gen>\w+)"
-    r"(?:\s*\((?P<opts>.*?)\))?"
-    r"(?:\s+FOR\s+(?:(?P<all>ALL\s+TABLES)|TABLES\s*\((?P<tables>[^)]*)\)))?\s*;?\s*$",
-    re.IGNORECASE | re.DOTALL)
-
-
-def _parse_create_source(text: str) -> st.Statement:
-    m = _CREATE_SOURCE.match(text.strip())
-    if not m:
-        if re.search(r"FROM\s+LOAD\s+GENERATOR", text, re.I) is None:
-            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
-                            "only LOAD GENERATOR sources are supported (COUNTER, AUCTION, TPCH)")
-        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE SOURCE: {text}")
-    opts: dict[str, str] = {}
-    for part in _split_commas(m.group("opts") or ""):
-        part = part.strip()
-        if not part:
-            continue
-        om = re.match(r"^([A-Za-z_ ]+?)\s*(?:=\s*|\s+)('(?:[^']|'')*'|\S+)$", part, re.DOTALL)
-        if not om:
-            raise WeirError(SqlState.SYNTAX_ERROR, f"invalid load generator option: {part}")
-        opts[om.group(1).upper()] = om.group(2)
-    tables = None
-    if m.group("tables") is not None:
-        tables = [_ident(t.strip()) for t in m.group("tables").split(",") if t.strip()]
-    cluster = _ident(m.group("cluster")) if m.group("cluster") else None
-    return st.CreateSource(text, _name_parts(m.group("name")), m.group("gen").lower(), opts, tables,
-                           cluster, bool(m.group("ine")))
-
-
-_EXPLAIN = re.compile(
-    r"^EXPLAIN\s+(?:(?P<ts>TIMESTAMP)|(?:(?P<stage>RAW|DECORRELATED|OPTIMIZED|PHYSICAL)\s+)?PLAN)"
-    r"(?:\s+WITH\s*\((?P<opts>[^)]*)\))?(?:\s+AS\s+\w+)?\s+FOR\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
-
-
-def _parse_explain(text: str) -> st.Statement:
-    m = _EXPLAIN.match(text.strip().rstrip(";"))
-    if m is None:
-        body = text.strip()[len("EXPLAIN"):].strip()
-        if re.match(r"^(SELECT|WITH|VALUES)\b", body, re.I):  # EXPLAIN <query> = physical plan
-            inner = _parse_statement(body)
-            if isinstance(inner, st.Query):
-                return st.Explain(text, "physical", [], inner.expr)
-        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in EXPLAIN: {text}")
-    stage = "timestamp" if m.group("ts") else (m.group("stage") or "optimized").lower()
-    if stage == "decorrelated":
-        stage = "raw"
-    opts = [o.strip().lower() for o in (m.group("opts") or "").split(",") if o.strip()]
-    body = m.group("body").strip()
-    om = re.match(r"^(MATERIALIZED\s+VIEW|INDEX)\s+(\S+)$", body, re.I)
-    if om:
-        kind = "index" if om.group(1).upper() == "INDEX" else "materialized view"
-        return st.Explain(text, stage, opts, None, kind, _name_parts(om.group(2)))
-    inner = _parse_statement(body)
-    if not isinstance(inner, st.Query):
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "EXPLAIN needs a query, MATERIALIZED VIEW or INDEX")
-    return st.Explain(text, stage, opts, inner.expr)
-
-
-_CREATE_MV = re.compile(
-    r"^CREATE\s+(?P<replace>OR\s+REPLACE\s+)?MATERIALIZED\s+VIEW\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?"
-    r"(?P<name>[\w.\"]+)\s*(?:\((?P<cols>[^)]*)\))?"
-    r"(?:\s+IN\s+CLUSTER\s+(?P<cluster>[\w\"]+))?\s+AS\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
-
-
-def _parse_create_mv(text: str) -> st.Statement:
-    m = _CREATE_MV.match(text.strip().rstrip(";"))
-    if not m:
-        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE MATERIALIZED VIEW: {text}")
-    inner = _parse_statement(m.group("body"))
-    if not isinstance(inner, st.Query) or inner.as_of is not None:
-        raise WeirError(SqlState.SYNTAX_ERROR, "CREATE MATERIALIZED VIEW needs AS <query>")
-    cols = [_ident(c.strip()) for c in m.group("cols").split(",")] if m.group("cols") else None
-    return st.CreateMaterializedView(text, _name_parts(m.group("name")), inner.expr,
-                                     _ident(m.group("cluster")) if m.group("cluster") else None,
-                                     bool(m.group("ine")), bool(m.group("replace")), cols)
+def _parse_drop(text: str, kind: str, rest: list[str], *, qualified: bool = True) -> st.Statement:
+    """DROP <kind> [IF EXISTS] name [, ...] [CASCADE | RESTRICT]."""
+    if_exists = len(rest) > 1 and rest[0].upper() == "IF" and rest[1].upper() == "EXISTS"
+    if if_exists:
+        rest = rest[2:]
+    cascade = bool(rest) and rest[-1].upper() == "CASCADE"
+    rest = [w for w in rest if w.upper() not in ("CASCADE", "RESTRICT")]
+    names = [n.strip() for n in " ".join(rest).split(",") if n.strip()]
+    parts = [_name_parts(n) if qualified else [_ident(n)] for n in names]
+    return st.Drop(text, kind, parts, if_exists, cascade)
 
 
 def _role_options(words: list[str]) -> st.RoleOptions:

@@ -69,19 +69,27 @@ def _quoted(table: exp.Table, name: str) -> bool:
     return False
 
 
-def resolve(expr: exp.Expression, resolver: Resolver, *, _depth: int = 0) -> Resolved:
-    """Bind relation names in a (copied) query expression."""
-    if _depth > 32:
-        raise WeirError(SqlState.PROGRAM_LIMIT_EXCEEDED, "views nested too deeply")
-    expr = expr.copy()
-    out = Resolved(expr)
+def _named_tables(expr: exp.Expression) -> list[tuple[exp.Table, list[str]]]:
+    """The relations a query names in the catalog (not CTEs, not table functions)."""
     ctes = _cte_names(expr)
+    out = []
     for table in list(expr.find_all(exp.Table)):
         if not isinstance(table.this, exp.Identifier):
             continue
         parts = table_parts(table)
         if len(parts) == 1 and parts[0] in ctes:
             continue
+        out.append((table, parts))
+    return out
+
+
+def resolve(expr: exp.Expression, resolver: Resolver, *, _depth: int = 0) -> Resolved:
+    """Bind relation names in a (copied) query expression."""
+    if _depth > 32:
+        raise WeirError(SqlState.PROGRAM_LIMIT_EXCEEDED, "views nested too deeply")
+    expr = expr.copy()
+    out = Resolved(expr)
+    for table, parts in _named_tables(expr):
         desc = resolver.lookup(parts)
         out.depends_on[desc.id] = desc
         alias = table.alias or parts[-1]
@@ -106,13 +114,7 @@ def qualify_for_storage(expr: exp.Expression, resolver: Resolver) -> exp.Express
     """Rewrite relation names to fully qualified database.schema.name (for view definitions,
     so a view means the same thing whatever the reader's search_path)."""
     expr = expr.copy()
-    ctes = _cte_names(expr)
-    for table in list(expr.find_all(exp.Table)):
-        if not isinstance(table.this, exp.Identifier):
-            continue
-        parts = table_parts(table)
-        if len(parts) == 1 and parts[0] in ctes:
-            continue
+    for table, parts in _named_tables(expr):
         desc = resolver.lookup(parts)
         full = desc.name.split(".")
         alias = table.alias or parts[-1]

@@ -1,0 +1,90 @@
+"""CREATE SOURCE ... FROM LOAD GENERATOR, CREATE MATERIALIZED VIEW and EXPLAIN: the
+statements sqlglot does not model, parsed from their Materialize syntax."""
+
+from __future__ import annotations
+
+import re
+
+from weir.errors import SqlState, WeirError
+from weir.sql import parse
+from weir.sql import statements as st
+
+_CREATE_SOURCE = re.compile(
+    r"^CREATE\s+SOURCE\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>[\w.\"]+)"
+    r"(?:\s+IN\s+CLUSTER\s+(?P<cluster>[\w\"]+))?"
+    r"\s+FROM\s+LOAD\s+GENERATOR\s+(?P<gen>\w+)"
+    r"(?:\s*\((?P<opts>.*?)\))?"
+    r"(?:\s+FOR\s+(?:(?P<all>ALL\s+TABLES)|TABLES\s*\((?P<tables>[^)]*)\)))?\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL)
+
+
+def parse_create_source(text: str) -> st.Statement:
+    m = _CREATE_SOURCE.match(text.strip())
+    if not m:
+        if re.search(r"FROM\s+LOAD\s+GENERATOR", text, re.I) is None:
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                            "only LOAD GENERATOR sources are supported (COUNTER, AUCTION, TPCH)")
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE SOURCE: {text}")
+    opts: dict[str, str] = {}
+    for part in parse._split_commas(m.group("opts") or ""):
+        part = part.strip()
+        if not part:
+            continue
+        om = re.match(r"^([A-Za-z_ ]+?)\s*(?:=\s*|\s+)('(?:[^']|'')*'|\S+)$", part, re.DOTALL)
+        if not om:
+            raise WeirError(SqlState.SYNTAX_ERROR, f"invalid load generator option: {part}")
+        opts[om.group(1).upper()] = om.group(2)
+    tables = None
+    if m.group("tables") is not None:
+        tables = [parse._ident(t.strip()) for t in m.group("tables").split(",") if t.strip()]
+    cluster = parse._ident(m.group("cluster")) if m.group("cluster") else None
+    return st.CreateSource(text, parse._name_parts(m.group("name")), m.group("gen").lower(), opts, tables,
+                           cluster, bool(m.group("ine")))
+
+
+_EXPLAIN = re.compile(
+    r"^EXPLAIN\s+(?:(?P<ts>TIMESTAMP)|(?:(?P<stage>RAW|DECORRELATED|OPTIMIZED|PHYSICAL)\s+)?PLAN)"
+    r"(?:\s+WITH\s*\((?P<opts>[^)]*)\))?(?:\s+AS\s+\w+)?\s+FOR\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
+
+
+def parse_explain(text: str) -> st.Statement:
+    m = _EXPLAIN.match(text.strip().rstrip(";"))
+    if m is None:
+        body = text.strip()[len("EXPLAIN"):].strip()
+        if re.match(r"^(SELECT|WITH|VALUES)\b", body, re.I):  # EXPLAIN <query> = physical plan
+            inner = parse._parse_statement(body)
+            if isinstance(inner, st.Query):
+                return st.Explain(text, "physical", [], inner.expr)
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in EXPLAIN: {text}")
+    stage = "timestamp" if m.group("ts") else (m.group("stage") or "optimized").lower()
+    if stage == "decorrelated":
+        stage = "raw"
+    opts = [o.strip().lower() for o in (m.group("opts") or "").split(",") if o.strip()]
+    body = m.group("body").strip()
+    om = re.match(r"^(MATERIALIZED\s+VIEW|INDEX)\s+(\S+)$", body, re.I)
+    if om:
+        kind = "index" if om.group(1).upper() == "INDEX" else "materialized view"
+        return st.Explain(text, stage, opts, None, kind, parse._name_parts(om.group(2)))
+    inner = parse._parse_statement(body)
+    if not isinstance(inner, st.Query):
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "EXPLAIN needs a query, MATERIALIZED VIEW or INDEX")
+    return st.Explain(text, stage, opts, inner.expr)
+
+
+_CREATE_MV = re.compile(
+    r"^CREATE\s+(?P<replace>OR\s+REPLACE\s+)?MATERIALIZED\s+VIEW\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?"
+    r"(?P<name>[\w.\"]+)\s*(?:\((?P<cols>[^)]*)\))?"
+    r"(?:\s+IN\s+CLUSTER\s+(?P<cluster>[\w\"]+))?\s+AS\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
+
+
+def parse_create_mv(text: str) -> st.Statement:
+    m = _CREATE_MV.match(text.strip().rstrip(";"))
+    if not m:
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE MATERIALIZED VIEW: {text}")
+    inner = parse._parse_statement(m.group("body"))
+    if not isinstance(inner, st.Query) or inner.as_of is not None:
+        raise WeirError(SqlState.SYNTAX_ERROR, "CREATE MATERIALIZED VIEW needs AS <query>")
+    cols = [parse._ident(c.strip()) for c in m.group("cols").split(",")] if m.group("cols") else None
+    return st.CreateMaterializedView(text, parse._name_parts(m.group("name")), inner.expr,
+                                     parse._ident(m.group("cluster")) if m.group("cluster") else None,
+                                     bool(m.group("ine")), bool(m.group("replace")), cols)
