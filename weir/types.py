@@ -39,6 +39,12 @@ class PgType:
     def is_array(self) -> bool:
         return self.element is not None
 
+    @property
+    def is_numeric(self) -> bool:
+        """A number type (what a numeric literal compares with without a cast)."""
+        return self.name in ("smallint", "integer", "bigint", "real", "double precision", "numeric",
+                             "mz_timestamp")
+
     def sql(self) -> str:
         if self.name == "numeric" and self.precision is not None:
             return f"numeric({self.precision},{self.scale or 0})"

@@ -64,6 +64,7 @@ class Coordinator(api.Coordinator):
         self._frontier_task: asyncio.Task[None] | None = None
         self.source_runners: dict[str, Any] = {}
         self.dataflow_holds: dict[str, Any] = {}
+        self.index_cache: dict[str, Any] = {}  # indexes by (on, cluster), per catalog generation
         self._background: set[asyncio.Task[None]] = set()
         self.describe_cache: dict[Any, Any] = {}
         self.catalog: Catalog
@@ -120,11 +121,13 @@ class Coordinator(api.Coordinator):
         from weir.adapter import frontiers
 
         self._frontier_task = asyncio.create_task(frontiers.watch(self), name="frontiers")
-        from weir.adapter import mviews
+        from weir.adapter import indexes, mviews
 
-        for item in self.catalog.list_items("materialized-view"):
+        restarts = [(item, mviews.restart) for item in self.catalog.list_items("materialized-view")]
+        restarts += [(item, indexes.restart) for item in self.catalog.list_items("index")]
+        for item, restart in restarts:
             # replicas may take a while to start Spark: resume in the background
-            task = asyncio.create_task(mviews.restart(self, item), name=f"restart-{item.id}")
+            task = asyncio.create_task(restart(self, item), name=f"restart-{item.id}")
             self._background.add(task)
             task.add_done_callback(self._restart_done)
 
@@ -204,7 +207,7 @@ class Coordinator(api.Coordinator):
     def _restart_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.error("a materialized view could not be restarted: %s", task.exception())
+            log.error("a materialized view or index could not be restarted: %s", task.exception())
 
     def _announce_frontiers(self, ts: int) -> None:
         """Every tick: replicas learn the uppers of the collections the coordinator writes,

@@ -9,7 +9,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, clusters, mviews, sources
+from weir.adapter import api, clusters, indexes, mviews, sources
 from weir.catalog.model import ColumnDef
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -38,6 +38,8 @@ async def execute(session: Session, stmt: st.Statement) -> api.Command:
         return await _drop(session, stmt)
     if isinstance(stmt, st.CreateMaterializedView):
         return await mviews.create(session, stmt)
+    if isinstance(stmt, st.CreateIndex):
+        return await indexes.create(session, stmt)
     if isinstance(stmt, st.CreateSource):
         return await sources.create_source(session, stmt)
     if isinstance(stmt, st.CreateCluster):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, query
+from weir.adapter import api, fast_path, query
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 from weir.sql.render import fold_typed_literals
@@ -42,6 +42,8 @@ def _query_of(session: Session, stmt: st.Explain) -> exp.Expression:
     if item.kind != kind:
         raise WeirError(SqlState.WRONG_OBJECT_TYPE, f'"{item.full_name}" is not a {stmt.object_kind}')
     sql = item.definition.get("query")
+    if kind == "index":  # an index on a view: the view's query, arranged
+        sql = session.coord.catalog.get_item(item.definition["on_id"]).definition.get("query")
     if not sql:
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"EXPLAIN of this {stmt.object_kind} not yet supported")
     import sqlglot
@@ -49,10 +51,64 @@ def _query_of(session: Session, stmt: st.Explain) -> exp.Expression:
     return sqlglot.parse_one(sql, read="postgres")
 
 
+_LABELS = {"raw": "Raw Plan", "optimized": "Optimized Plan", "physical": "Physical Plan"}
+
+
+def _fast_path_text(session: Session, q: exp.Expression) -> str | None:
+    """As Materialize: a query answered from an index says so, with what it reads."""
+    plan = fast_path.plan(session, fold_typed_literals(q))
+    if plan is None:
+        return None
+    b = plan.body
+    lines = ["Explained Query (fast path):"]
+    cols = [c.name for c in plan.on.columns]
+    if b["limit"] is not None or b["offset"]:
+        lines.append(f"  Finish limit={b['limit']} offset={b['offset'] or 0}")
+    if b["order"]:
+        lines.append("  Finish order_by=[" + ", ".join(
+            f"{cols[i]} {'desc' if d else 'asc'} nulls_{'first' if nf else 'last'}" for i, d, nf in b["order"]) + "]")
+    lines.append("  Project (" + ", ".join(cols[i] for i in b["project"]) + ")")
+    if b["filter"] is not None:
+        where = q.args.get("where")
+        lines.append(f"    Filter {where.this.sql(dialect='postgres') if where is not None else ''}")
+    lookup = f" lookup_values=[{', '.join(repr(tuple(v)) for v in b['lookup'])}]" if b["lookup"] else ""
+    lines.append(f"      ReadIndex on={plan.on.name} {plan.index.name}=[{'lookup' if lookup else 'full scan'}]"
+                 f"{lookup}")
+    lines += ["", "Used Indexes:", f"  - {plan.index.full_name} ({'lookup' if lookup else '*** full scan ***'})",
+              "", "Target cluster: " + session.coord.current_cluster(session).name]
+    return "\n".join(lines)
+
+
+def _index_plan(session: Session, item: Any, stage: str) -> str | None:
+    """EXPLAIN ... FOR INDEX of an index on a stored collection (no Spark plan: the
+    replica arranges the shard's updates itself)."""
+    d = item.definition
+    if not d.get("direct"):
+        return None
+    on = session.coord.catalog.get_item(d["on_id"])
+    keys = ", ".join(d["keys"])
+    if stage == "physical":
+        return (f"ArrangeBy keys=[({keys})] in replica memory\n"
+                f"  ReadShardUpdates shard={on.id} ({on.full_name}) via pyarrow, no Spark job")
+    return f"ArrangeBy keys=[({keys})]\n  Get {on.full_name}"
+
+
 async def explain(session: Session, stmt: st.Explain) -> api.Rows:
     if stmt.stage == "timestamp":
         assert stmt.query is not None
         return await _one("Timestamp", explain_timestamp(session, stmt.query))
+    if stmt.query is not None and stmt.stage in ("optimized", "physical"):
+        text = _fast_path_text(session, stmt.query)
+        if text is not None:
+            return await _one(_LABELS[stmt.stage], text)
+    if stmt.object_kind == "index":
+        assert stmt.object_name is not None
+        item = session.coord.catalog.get_item(session.coord.resolver(session).lookup(stmt.object_name).id)
+        if item.kind != "index":
+            raise WeirError(SqlState.WRONG_OBJECT_TYPE, f'"{item.full_name}" is not an index')
+        text = _index_plan(session, item, stmt.stage)
+        if text is not None:
+            return await _one(_LABELS[stmt.stage], text)
     q = _query_of(session, stmt)
     if stmt.stage == "raw" and "spark" not in stmt.options:
         text = q.sql(dialect="postgres", pretty=True)
@@ -66,8 +122,11 @@ async def explain(session: Session, stmt: st.Explain) -> api.Rows:
     section = _section(full, _SECTIONS[stmt.stage])
     if "node_ids" in stmt.options or "node identifiers" in stmt.options:
         section = _number_nodes(section)
-    label = {"raw": "Raw Plan", "optimized": "Optimized Plan", "physical": "Physical Plan"}[stmt.stage]
-    return await _one(label, section)
+    if stmt.object_kind == "index":
+        item = session.coord.catalog.get_item(session.coord.resolver(session).lookup(stmt.object_name or []).id)
+        section = f"ArrangeBy keys=[({', '.join(item.definition['keys'])})] in replica memory\n" + \
+            "\n".join("  " + line for line in section.splitlines())
+    return await _one(_LABELS[stmt.stage], section)
 
 
 def _section(text: str, header: str) -> str:

@@ -151,16 +151,20 @@ async def restart(coord: Coordinator, item: Item) -> None:
 
 
 def advance_holds(coord: Coordinator) -> None:
-    """Each tick: let the inputs' since follow every view's output frontier."""
+    """Each tick: let the inputs' since follow every view's output frontier (an index's:
+    the furthest write frontier its replicas report; one that falls behind rehydrates)."""
+    reported = coord.compute.write_frontiers()
     for item_id, hold in list(coord.dataflow_holds.items()):
         if item_id in coord.storage.collections:
             _, upper = coord.storage.frontiers(item_id)
             hold.downgrade(upper - 1)
+        elif reported.get(item_id):
+            hold.downgrade(max(reported[item_id].values()) - 1)
 
 
 async def drop_items(coord: Coordinator, items: tuple[Item, ...]) -> None:
     for item in items:
-        if item.kind == "materialized-view":
+        if item.kind in ("materialized-view", "index"):
             hold = coord.dataflow_holds.pop(item.id, None)
             if hold is not None:
                 hold.release()

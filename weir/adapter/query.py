@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api
+from weir.adapter import api, fast_path
 from weir.errors import SqlState, WeirError
 from weir.sql import constant
 from weir.sql.render import (
@@ -29,6 +30,8 @@ from weir.types import PgType
 
 if TYPE_CHECKING:
     from weir.adapter.session import Session
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -114,6 +117,9 @@ async def describe(session: Session, expr: exp.Expression, param_types: list[PgT
             pass
         except WeirError:
             pass
+    fast = fast_path.plan(session, fold_typed_literals(bound))
+    if fast is not None:
+        return fast.columns
     plan = plan_peek(session, bound, 0)
     # A result's shape depends only on the query and the catalog: describe each once per
     # catalog generation instead of asking a replica on every Parse.
@@ -235,7 +241,12 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
             return api.Rows(cols, _once(rows), tag_prefix)
         except constant.NotConstant:
             pass
-    resolved = resolve(fold_typed_literals(bound), coord.resolver(session))
+    folded = fold_typed_literals(bound)
+    resolved = resolve(folded, coord.resolver(session))
+    if as_of is None and not for_write:
+        fast = await _fast_path(session, folded, resolved.inputs, tag_prefix)
+        if fast is not None:
+            return fast
     if as_of is not None:
         ts = await timestamp_as_of(session, resolved.inputs, as_of)
     else:
@@ -258,6 +269,30 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
         raise
     cols = columns_from_schema(result.schema, names, resolved.inputs, cast_hints(bound))
     return api.Rows(cols, _stream(session, result.batches, hold), tag_prefix)
+
+
+async def _fast_path(session: Session, expr: exp.Expression, inputs: dict[str, RelationDesc],
+                     tag_prefix: str) -> api.Rows | None:
+    """Answer from an index's arrangement (no Spark job), or None to take the slow path."""
+    plan = fast_path.plan(session, expr)
+    if plan is None:
+        return None
+    coord = session.coord
+    ts = choose_timestamp(session, inputs)
+    hold = coord.storage.acquire_read_hold(list(inputs), ts)
+    try:
+        result = await coord.compute.peek_index(plan.index.cluster_id or "", plan.index.id, ts, plan.body)
+    except WeirError as e:
+        hold.release()
+        if e.sqlstate == SqlState.QUERY_CANCELED:
+            raise
+        log.info("fast path on index %s not taken: %s", plan.index.name, e.message)
+        return None
+    except BaseException:
+        hold.release()
+        raise
+    session.execution_strategy = "fast-path"
+    return api.Rows(plan.columns, _stream(session, result.batches, hold), tag_prefix)
 
 
 async def _once(rows: list[tuple[Any, ...]]) -> AsyncIterator[list[tuple[Any, ...]]]:

@@ -48,6 +48,7 @@ class Session(api.Session):
         self._notices: list[api.Notice] = []
         self.txn: Transaction | None = None
         self.running: asyncio.Task[Any] | None = None
+        self.execution_strategy: str | None = None  # how the last read ran: fast-path, ...
         self.cursors: dict[str, Any] = {}
         self.vars["database"] = database
         for key, value in startup.items():

@@ -16,7 +16,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, query
+from weir.adapter import api, indexes, query
 from weir.sql import statements as st
 from weir.sql.render import fold_typed_literals
 from weir.sql.resolve import RelationDesc, resolve
@@ -57,13 +57,14 @@ def _unkey(row: Row) -> Row:
 
 async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Column], AsyncIterator[list[Row]]]:
     coord = session.coord
-    resolved = resolve(fold_typed_literals(stmt.query), coord.resolver(session))
+    target = indexes.read_through(session, stmt.query)
+    resolved = resolve(fold_typed_literals(target), coord.resolver(session))
     inputs = resolved.inputs
-    direct = _direct(stmt.query, inputs)
+    direct = _direct(target, inputs)
     if direct is not None:
         data_cols = [api.Column(c.name, c.type) for c in direct.columns]
     else:
-        data_cols = await query.describe(session, stmt.query, [])
+        data_cols = await query.describe(session, target, [])
     if stmt.as_of is not None:
         as_of = await query.timestamp_as_of(session, inputs, stmt.as_of)
     else:
@@ -85,7 +86,7 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
         return (ts, True, None, *blanks)
 
     async def answer_at(ts: int) -> collections.Counter[Row]:
-        rows = await query.peek(session, stmt.query, [], [], as_of=st.AsOf(exp.Literal.number(ts)))
+        rows = await query.peek(session, target, [], [], as_of=st.AsOf(exp.Literal.number(ts)))
         return collections.Counter(_key(r) for r in await query.collect(rows))
 
     def upper() -> int:

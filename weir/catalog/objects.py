@@ -419,8 +419,10 @@ class ObjectsMixin(CatalogBase):
         with self._write() as c:
             item = self.get_item(item_id)
             if not cascade:
-                rows = c.execute(select(t.item_dependencies.c.item_id).where(
-                    t.item_dependencies.c.depends_on == item_id)).all()
+                # an object's indexes go with it (as in PostgreSQL and Materialize)
+                rows = c.execute(select(t.item_dependencies.c.item_id).join(
+                    t.items, t.items.c.id == t.item_dependencies.c.item_id).where(
+                    (t.item_dependencies.c.depends_on == item_id) & (t.items.c.kind != "index"))).all()
                 if rows:
                     first = min((r[0] for r in rows), key=id_key)
                     dep = self.get_item(first)

@@ -330,7 +330,10 @@ class ComputeController:
 
         async def on_start() -> int:
             r.incarnation = int(await _maybe_await(r.incarnation_fn()))
-            r.reason = "starting"
+            if r.exit_code is None:
+                r.reason = "starting"
+            # else a restart: keep how the last life ended (e.g. "oom-killed") until it is online
+            # again; the status relations poll every second and would miss a 0.5 s window
             return r.incarnation
 
         async def on_ready(host: str, port: int, incarnation: int) -> None:
@@ -482,10 +485,29 @@ class ComputeController:
                 raise await self._all_failed(cluster_id, "running this query", attempt)
             attempt += 1
 
+    async def peek_index(self, cluster_id: str, index_id: str, timestamp: int,
+                         fast_path: Mapping[str, Any]) -> PeekResult:
+        """A fast-path peek at index `index_id`'s arrangement, on the replica furthest
+        ahead with it (no Spark job). Raises WeirError with detail "not-fast-path" when
+        the arrangement cannot answer (not installed, not caught up)."""
+        df = self._dataflows.dataflows.get(index_id)
+        if df is None or df.cluster_id != cluster_id:
+            raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, f"index {index_id} is not installed",
+                            detail="not-fast-path")
+        if not any(f > 0 for f in df.frontiers.values()):
+            raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, f"index {index_id} is not hydrated yet",
+                            detail="not-fast-path")
+        conns = await self._ready_conns(cluster_id)
+        best = max(conns, key=lambda c: (df.frontiers.get(c.replica.replica_id, 0) > timestamp,
+                                         df.frontiers.get(c.replica.replica_id, 0)))
+        body = {"type": P.PEEK, "index": index_id, "timestamp": timestamp, **fast_path,
+                "_id": next(self._ids), "_conns": [best]}
+        return await self._run_peek(cluster_id, body, self.peek_attempts)
+
     async def _issue(self, cluster_id: str, peek_id: str, body: dict[str, Any]
                      ) -> tuple[_Conn | None, P.Message | None, asyncio.Queue[_Event]]:
         """Send the peek to every ready replica; the first rows or error wins."""
-        conns = await self._ready_conns(cluster_id)
+        conns = body.get("_conns") or await self._ready_conns(cluster_id)
         queue: asyncio.Queue[_Event] = asyncio.Queue()
         wire = {k: v for k, v in body.items() if not k.startswith("_")}
         sent = [c for c in conns if c.send_peek(peek_id, queue, wire)]
@@ -548,13 +570,14 @@ class ComputeController:
 
     async def create_dataflow(self, cluster_id: str, dataflow_id: str, sql: str,
                               inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
-                              strategy: str = "recompute") -> str:
+                              strategy: str = "recompute", index: Mapping[str, Any] | None = None) -> str:
         """Install a materialized-view dataflow on every replica of the cluster, now and
         whenever one (re)connects. Returns once a replica accepted it, with the strategy it
         runs ("linear" falls back to "recompute" for non-linear queries); raises WeirError
-        if the query cannot run. `inputs`: [{"name", "shard_id", "columns"?}]."""
+        if the query cannot run. `inputs`: [{"name", "shard_id", "columns"?}]. An index passes
+        `index` (its export: keys, columns, direct) and no output shard."""
         return await self._dataflows.create(cluster_id, dataflow_id, sql, inputs, output_shard_id,
-                                            as_of, strategy)
+                                            as_of, strategy, index)
 
     async def drop_dataflow(self, cluster_id: str, dataflow_id: str) -> None:
         """Uninstall it; returns once the connected replicas stopped it (or 30 s passed)."""

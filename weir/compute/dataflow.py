@@ -40,7 +40,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any, Protocol
 
@@ -60,8 +60,11 @@ log = logging.getLogger(__name__)
 TICK = 1.0
 MAX_BACKOFF = 10.0
 MAX_TIMES_PER_STEP = 16
-RECOMPUTE, LINEAR = "recompute", "linear"
-STRATEGIES = (RECOMPUTE, LINEAR)
+RECOMPUTE, LINEAR, ARRANGE = "recompute", "linear", "arrange"
+STRATEGIES = (RECOMPUTE, LINEAR, ARRANGE)
+# An index's export: {"keys": [column positions], "columns": [{"name", "pg_type"}],
+# "direct": true when it arranges one stored collection as is (no Spark)}.
+IndexExport = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class DataflowSpec:
     output_shard_id: str
     as_of: int
     strategy: str
+    index: IndexExport | None = field(default=None, hash=False)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> DataflowSpec:
@@ -88,9 +92,11 @@ class DataflowSpec:
                 cols = i.get("columns")
                 names = tuple(str(c["name"]) for c in cols) if cols else None
                 inputs.append(InputSpec(str(i["name"]), str(i["shard_id"]), names))
+            output = body["output"]
+            index = output.get("index")
             spec = cls(str(body["dataflow_id"]), str(body["sql"]), tuple(inputs),
-                       str(body["output"]["shard_id"]), int(body["as_of"]),
-                       str(body.get("strategy") or RECOMPUTE))
+                       "" if index is not None else str(output["shard_id"]), int(body["as_of"]),
+                       str(body.get("strategy") or RECOMPUTE), dict(index) if index is not None else None)
         except (KeyError, TypeError, ValueError) as e:
             raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed CreateDataflow: {e!r}") from None
         if spec.strategy not in STRATEGIES:
@@ -99,8 +105,8 @@ class DataflowSpec:
         return spec
 
     def same_definition(self, other: DataflowSpec) -> bool:
-        return (self.sql, self.inputs, self.output_shard_id, self.strategy) == \
-            (other.sql, other.inputs, other.output_shard_id, other.strategy)
+        return (self.sql, self.inputs, self.output_shard_id, self.strategy, self.index) == \
+            (other.sql, other.inputs, other.output_shard_id, other.strategy, other.index)
 
 
 class Host(Protocol):
@@ -158,23 +164,8 @@ class Dataflow:
         spec = self.spec
         self._out = store.open_shard(spec.output_shard_id)
         self._out_plans = io.Planner(self._out)
-        for i in spec.inputs:
-            shard = store.open_shard(i.shard_id)
-            cols = list(shard.columns)
-            if i.column_names is not None:
-                if len(i.column_names) != len(cols):
-                    raise WeirError(SqlState.DATATYPE_MISMATCH,
-                                    f"input {i.name} names {len(i.column_names)} columns, "
-                                    f"shard {i.shard_id} has {len(cols)}")
-                cols = [(n, t, nl) for n, (_, t, nl) in zip(i.column_names, cols, strict=True)]
-            self._inputs.append(_Input(i.name, shard, cols, io.Planner(shard)))
-        try:
-            session = self.engine.spark.newSession()
-            for inp in self._inputs:
-                io.contents_view(session, [], inp.columns, 0).createOrReplaceTempView(inp.name)
-            self._schema = session.sql(spec.sql).schema
-        except Exception as e:
-            raise translate(e) from None
+        self._open_inputs(store)
+        self._schema = self._analyse()
         width = len(self._schema.fields)
         if width != len(self._out.columns):
             raise WeirError(SqlState.DATATYPE_MISMATCH,
@@ -185,6 +176,28 @@ class Dataflow:
             self._linear_sql = self._linear()
         self.effective_strategy = LINEAR if self._linear_sql else RECOMPUTE
         self.prepared = True
+
+    def _open_inputs(self, store: ShardStore) -> None:
+        for i in self.spec.inputs:
+            shard = store.open_shard(i.shard_id)
+            cols = list(shard.columns)
+            if i.column_names is not None:
+                if len(i.column_names) != len(cols):
+                    raise WeirError(SqlState.DATATYPE_MISMATCH,
+                                    f"input {i.name} names {len(i.column_names)} columns, "
+                                    f"shard {i.shard_id} has {len(cols)}")
+                cols = [(n, t, nl) for n, (_, t, nl) in zip(i.column_names, cols, strict=True)]
+            self._inputs.append(_Input(i.name, shard, cols, io.Planner(shard)))
+
+    def _analyse(self) -> Any:
+        """The query's Spark schema (raises WeirError if Spark cannot run it)."""
+        try:
+            session = self.engine.spark.newSession()
+            for inp in self._inputs:
+                io.contents_view(session, [], inp.columns, 0).createOrReplaceTempView(inp.name)
+            return session.sql(self.spec.sql).schema
+        except Exception as e:
+            raise translate(e) from None
 
     def _linear(self) -> str | None:
         try:

@@ -44,6 +44,7 @@ class InstalledDataflow:
     output_shard_id: str
     as_of: int
     strategy: str
+    index: dict[str, Any] | None = None  # an index's export (arrangement in replica memory)
     since: int | None = None
     frontiers: dict[str, int] = field(default_factory=dict)  # replica id -> write frontier
     strategies: dict[str, str] = field(default_factory=dict)  # replica id -> strategy it runs
@@ -54,9 +55,9 @@ class InstalledDataflow:
         """CreateDataflow, resuming from the furthest output upper seen (the replica reads
         the output shard from there instead of recomputing from the original as_of)."""
         as_of = max(self.as_of, self.since or 0, max(self.frontiers.values(), default=0) - 1)
+        output = {"index": self.index} if self.index is not None else {"shard_id": self.output_shard_id}
         return {"type": P.CREATE_DATAFLOW, "dataflow_id": self.dataflow_id, "sql": self.sql,
-                "inputs": self.inputs, "output": {"shard_id": self.output_shard_id},
-                "as_of": as_of, "strategy": self.strategy}
+                "inputs": self.inputs, "output": output, "as_of": as_of, "strategy": self.strategy}
 
 
 class DataflowControl:
@@ -143,12 +144,13 @@ class DataflowControl:
 
     async def create(self, cluster_id: str, dataflow_id: str, sql: str,
                      inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
-                     strategy: str) -> str:
+                     strategy: str, index: Mapping[str, Any] | None = None) -> str:
         if dataflow_id in self.dataflows:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
         conns = await self._ctl._ready_conns(cluster_id)
         df = InstalledDataflow(cluster_id, dataflow_id, sql, [dict(i) for i in inputs],
-                               output_shard_id, int(as_of), strategy)
+                               output_shard_id, int(as_of), strategy,
+                               dict(index) if index is not None else None)
         df.created = asyncio.get_running_loop().create_future()
         self.dataflows[dataflow_id] = df
         command = df.command()

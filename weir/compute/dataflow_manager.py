@@ -19,6 +19,7 @@ from weir.compute import protocol as P
 from weir.compute.dataflow import Dataflow, DataflowSpec
 from weir.compute.engine import SparkEngine
 from weir.compute.errors import translate
+from weir.compute.index_dataflow import IndexDataflow
 from weir.errors import SqlState, WeirError
 from weir.storage.persist import ShardStore
 
@@ -138,7 +139,7 @@ class DataflowManager:
             elif existing.prepared:
                 self._created(existing)
             return  # still preparing: that create answers
-        df = Dataflow(spec, self.engine, self)
+        df = (IndexDataflow if spec.index is not None else Dataflow)(spec, self.engine, self)
         self.dataflows[spec.dataflow_id] = df
         loop = asyncio.get_running_loop()
         try:
@@ -184,6 +185,17 @@ class DataflowManager:
             df.join(DROP_TIMEOUT)
 
         await loop.run_in_executor(None, stop)
+
+    def index_peek(self, body: dict[str, Any], wait: float) -> Any:
+        """A fast-path peek at an index's arrangement (blocking: waits up to `wait` seconds
+        for the arrangement to reach the peek's timestamp). Raises NotFastPath when the
+        arrangement cannot answer; the adapter then runs the query on Spark."""
+        from weir.compute.arrangement import NotFastPath
+
+        df = self.dataflows.get(str(body.get("index")))
+        if not isinstance(df, IndexDataflow) or not df.prepared:
+            raise NotFastPath(f"index {body.get('index')} is not installed on this replica")
+        return df.peek(body, wait)
 
     def status(self) -> dict[str, dict[str, Any]]:
         """Per dataflow: the output upper this replica knows, strategy and counters."""

@@ -37,6 +37,7 @@ log = logging.getLogger("weir.compute.replica")
 
 HEARTBEAT_INTERVAL = 1.0
 CANCEL_RETRY_INTERVAL = 0.2
+FAST_PATH_WAIT = 2.0  # how long a fast-path peek waits for its index to reach its timestamp
 JVM_DIED_EXIT_CODE = 3
 
 
@@ -68,6 +69,7 @@ class Replica:
         self.incarnation = incarnation
         self.started = time.monotonic()
         self.pool = ThreadPoolExecutor(max_workers=peek_threads, thread_name_prefix="peek")
+        self.fast_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fast-path")
         self.cancel_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cancel")
         self.conn: _Connection | None = None
         self.heartbeat = 0
@@ -202,9 +204,13 @@ class Replica:
         started = time.monotonic()
         try:
             try:
-                table = await loop.run_in_executor(
-                    self.pool, self.engine.peek, peek.tag, str(body.get("sql", "")),
-                    list(body.get("inputs") or []), body.get("timestamp"))
+                if body.get("index") is not None:  # fast path: from the arrangement, no Spark job
+                    table = await loop.run_in_executor(self.fast_pool, self.dataflows.index_peek,
+                                                       body, FAST_PATH_WAIT)
+                else:
+                    table = await loop.run_in_executor(
+                        self.pool, self.engine.peek, peek.tag, str(body.get("sql", "")),
+                        list(body.get("inputs") or []), body.get("timestamp"))
             except Exception as e:
                 peek.done.set()
                 if await loop.run_in_executor(self.cancel_pool, self.engine.jvm_gone, e):
@@ -226,7 +232,8 @@ class Replica:
                                      "status": "canceled"})
                 return
             await self._send_rows(conn, peek, table)
-            log.info("peek %s: %d rows in %.3fs", peek_id, table.num_rows, time.monotonic() - started)
+            log.info("peek %s: %d rows in %.3fs%s", peek_id, table.num_rows, time.monotonic() - started,
+                     " (fast path)" if body.get("index") is not None else "")
         except (ConnectionError, RuntimeError) as e:
             log.info("peek %s: connection lost while answering: %s", peek_id, e)
         finally:
@@ -318,6 +325,7 @@ class Replica:
                 except Exception as e:
                     log.warning("stopping dataflows: %s", e)
             self.pool.shutdown(wait=False, cancel_futures=True)
+            self.fast_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _batches(table: pa.Table) -> list[pa.RecordBatch]:

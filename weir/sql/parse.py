@@ -447,6 +447,12 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return parse_create_mv(text)
     if head == "DROP" and len(upper) > 2 and upper[1] == "MATERIALIZED" and upper[2] == "VIEW":
         return _parse_drop(text, "materialized view", words[3:])
+    if head == "CREATE" and re.match(r"^CREATE\s+(DEFAULT\s+)?INDEX\b", text, re.I):
+        from weir.sql.parse_objects import parse_create_index
+
+        return parse_create_index(text)
+    if head == "DROP" and len(upper) > 1 and upper[1] == "INDEX":
+        return _parse_drop(text, "index", words[2:])
     if head == "CREATE" and len(upper) > 1 and upper[1] == "SOURCE":
         from weir.sql.parse_objects import parse_create_source
 

@@ -88,3 +88,41 @@ def parse_create_mv(text: str) -> st.Statement:
     return st.CreateMaterializedView(text, parse._name_parts(m.group("name")), inner.expr,
                                      parse._ident(m.group("cluster")) if m.group("cluster") else None,
                                      bool(m.group("ine")), bool(m.group("replace")), cols)
+
+
+_CREATE_INDEX = re.compile(
+    r"^CREATE\s+(?P<default>DEFAULT\s+)?INDEX\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?"
+    r"(?:(?!(?:IN|ON)\s)(?P<name>[\w\"]+)\s+)?"
+    r"(?:IN\s+CLUSTER\s+(?P<c1>[\w\"]+)\s+)?"
+    r"ON\s+(?P<on>[\w.\"]+)\s*(?:USING\s+ARRANGEMENT\s*)?"
+    r"(?:\((?P<keys>.*)\))?\s*(?:IN\s+CLUSTER\s+(?P<c2>[\w\"]+))?\s*$", re.IGNORECASE | re.DOTALL)
+
+
+def parse_create_index(text: str) -> st.Statement:
+    import sqlglot
+    from sqlglot.errors import ParseError
+
+    m = _CREATE_INDEX.match(text.strip().rstrip(";").strip())
+    if not m:
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE INDEX: {text}")
+    default = bool(m.group("default"))
+    keys = None
+    if m.group("keys") is not None:
+        if default:
+            raise WeirError(SqlState.SYNTAX_ERROR, "CREATE DEFAULT INDEX takes no key list")
+        try:
+            keys = [sqlglot.parse_one(k, read="postgres") for k in parse._split_commas(m.group("keys"))
+                    if k.strip()]
+        except ParseError as e:
+            raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in index key: {e}") from None
+        if not keys:
+            raise WeirError(SqlState.SYNTAX_ERROR, "CREATE INDEX needs at least one key")
+    elif not default:
+        raise WeirError(SqlState.SYNTAX_ERROR, "CREATE INDEX needs a key list: ON obj (col, ...)",
+                        hint="CREATE DEFAULT INDEX ON obj indexes every column.")
+    if m.group("c1") and m.group("c2"):
+        raise WeirError(SqlState.SYNTAX_ERROR, "IN CLUSTER given twice")
+    cluster = m.group("c1") or m.group("c2")
+    return st.CreateIndex(text, parse._ident(m.group("name")) if m.group("name") else None,
+                          parse._name_parts(m.group("on")), keys,
+                          parse._ident(cluster) if cluster else None, bool(m.group("ine")))

@@ -289,8 +289,34 @@ def pg_type_of_datatype(dt_: exp.DataType) -> PgType | None:
 
 def to_spark(expr: exp.Expression) -> str:
     """Render for Spark SQL."""
-    sql = _spark_types(expr).sql(dialect="spark")
+    sql = _series_as_subqueries(_spark_types(expr)).sql(dialect="spark")
     return sql
+
+
+def _series_as_subqueries(expr: exp.Expression) -> exp.Expression:
+    """`FROM generate_series(a, b) AS g(x)`: sqlglot renders Spark SQL that does not parse
+    (`EXPLODE(SEQUENCE(a, b), _u(x))`); a subquery over explode(sequence()) means the same,
+    its column named as PostgreSQL names it (the column alias, else the table alias, else
+    generate_series)."""
+    if not any(isinstance(t.this, exp.ExplodingGenerateSeries) for t in expr.find_all(exp.Table)):
+        return expr
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if not (isinstance(node, exp.Table) and isinstance(node.this, exp.ExplodingGenerateSeries)):
+            return node
+        series = node.this
+        alias = node.args.get("alias")
+        columns = alias.columns if alias is not None else []
+        name = columns[0].name if columns else (alias.name if alias is not None and alias.name
+                                                  else "generate_series")
+        args = [series.args["start"], series.args["end"]]
+        if series.args.get("step") is not None:
+            args.append(series.args["step"])
+        inner = exp.select(exp.alias_(exp.Explode(this=exp.func("sequence", *args)), name, quoted=True))
+        return exp.Subquery(this=inner, alias=exp.TableAlias(
+            this=exp.to_identifier(alias.name if alias is not None and alias.name else name, quoted=True)))
+
+    return expr.copy().transform(visit)
 
 
 def _spark_types(expr: exp.Expression) -> exp.Expression:

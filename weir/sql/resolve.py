@@ -91,6 +91,9 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, _depth: int = 0) -> Res
     out = Resolved(expr)
     for table, parts in _named_tables(expr):
         desc = resolver.lookup(parts)
+        if desc.kind == "index":
+            raise WeirError(SqlState.WRONG_OBJECT_TYPE,
+                            f"catalog item '{desc.name}' is an index and so cannot be depended upon")
         out.depends_on[desc.id] = desc
         alias = table.alias or parts[-1]
         if desc.view_sql is not None:

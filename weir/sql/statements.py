@@ -367,3 +367,18 @@ class CreateMaterializedView(Statement):
     @property
     def kind(self) -> str:
         return "create_materialized_view"
+
+
+@dataclass
+class CreateIndex(Statement):
+    """CREATE [DEFAULT] INDEX [IF NOT EXISTS] [name] [IN CLUSTER c] ON obj [(key, ...)]."""
+
+    name: str | None = None
+    on: list[str] = field(default_factory=list)
+    keys: list[exp.Expression] | None = field(repr=False, default=None)  # None: DEFAULT INDEX
+    cluster: str | None = None
+    if_not_exists: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "create_index"

@@ -1,0 +1,184 @@
+"""Indexes: a catalog item and a dataflow on every replica of its cluster that keeps
+the indexed relation arranged by its keys in replica memory (no shard of its own).
+
+An index on a stored collection (table, source, materialized view) arranges that
+collection's shard directly; an index on a view runs the view's query on Spark.
+The coordinator holds the index's inputs at its write frontier, as for a
+materialized view, and reinstalls every index when the server restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+import sqlglot
+from sqlglot import exp
+
+from weir.adapter import api, mviews, query
+from weir.catalog.model import INDEX, Item
+from weir.errors import SqlState, WeirError
+from weir.sql import statements as st
+from weir.sql.resolve import RelationDesc
+
+if TYPE_CHECKING:
+    from weir.adapter.coordinator import Coordinator
+    from weir.adapter.session import Session
+
+log = logging.getLogger(__name__)
+
+_INDEXABLE = ("table", "source", "view", "materialized-view")
+
+
+def _key_position(desc: RelationDesc, key: exp.Expression) -> int:
+    if isinstance(key, exp.Paren):
+        key = key.this
+    if not isinstance(key, exp.Column) or key.table:
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        f"index keys other than column names not yet supported: {key.sql(dialect='postgres')}")
+    name = key.name if key.this.quoted else key.name.lower()
+    for i, c in enumerate(desc.columns):
+        if c.name == name:
+            return i
+    raise WeirError(SqlState.UNDEFINED_COLUMN, f'column "{name}" does not exist',
+                    detail=f"{desc.name} has columns {', '.join(c.name for c in desc.columns)}")
+
+
+def _default_name(session: Session, schema_id: str, on: str, keys: list[str] | None) -> str:
+    base = f"{on}_primary_idx" if keys is None else f"{on}_{'_'.join(keys)}_idx"
+    name, n = base, 1
+    while session.coord.catalog.find_item(schema_id, name) is not None:
+        name, n = f"{base}{n}", n + 1
+    return name
+
+
+def _definition(session: Session, desc: RelationDesc, positions: list[int]) -> dict[str, Any]:
+    """What the dataflow runs: the collection itself (direct) or the view's query."""
+    columns = [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array else c.type.name,
+                "nullable": c.nullable} for c in desc.columns]
+    if desc.view_sql is None:
+        assert desc.shard_id is not None
+        inputs = {desc.shard_id: desc}
+        spark_sql = f"SELECT * FROM {desc.spark_name}"
+        direct = True
+    else:
+        spark_sql, inputs, _ = mviews._plan(session, sqlglot.parse_one(desc.view_sql, read="postgres"))  # noqa: SLF001
+        direct = False
+    return {"on_id": desc.id, "keys": [desc.columns[p].name for p in positions], "key_positions": positions,
+            "columns": columns, "direct": direct, "spark_sql": spark_sql,
+            "inputs": mviews._dataflow_inputs(inputs)}  # noqa: SLF001
+
+
+async def create(session: Session, stmt: st.CreateIndex) -> api.Command:
+    coord = session.coord
+    cat = coord.catalog
+    desc = coord.resolver(session).lookup(stmt.on)
+    on = cat.get_item(desc.id)
+    if on.builtin or on.kind not in _INDEXABLE:
+        raise WeirError(SqlState.WRONG_OBJECT_TYPE,
+                        f'cannot create an index on {"system " if on.builtin else ""}{on.kind.replace("-", " ")} '
+                        f'"{on.full_name}"', hint="Indexes can be created on tables, sources, views and "
+                                                 "materialized views.")
+    positions = list(range(len(desc.columns))) if stmt.keys is None else \
+        [_key_position(desc, k) for k in stmt.keys]
+    cluster = cat.get_cluster(stmt.cluster or session.get_var("cluster"))
+    keys = None if stmt.keys is None else [desc.columns[p].name for p in positions]
+    name = stmt.name or _default_name(session, on.schema_id, on.name, keys)
+    existing = cat.find_item(on.schema_id, name)
+    if existing is not None:
+        if stmt.if_not_exists:
+            session.notice(f'index "{name}" already exists, skipping')
+            return api.Command("CREATE INDEX")
+        raise WeirError(SqlState.DUPLICATE_TABLE, f'{existing.kind.replace("-", " ")} "{name}" already exists')
+    definition = _definition(session, desc, positions)
+    inputs = {i["shard_id"]: None for i in definition["inputs"]}
+    as_of = query.choose_timestamp(session, inputs, for_write=True)  # type: ignore[arg-type]
+    hold = coord.storage.acquire_read_hold(list(inputs), as_of)  # before any await
+    item = cat.create_item(INDEX, on.schema_id, name, [], stmt.sql, definition, owner_id=session.role.id,
+                           cluster_id=cluster.id, dependencies=[on.id])
+    try:
+        await install(coord, item, as_of, hold)
+    except BaseException:
+        hold.release()
+        cat.drop_item(item.id)
+        raise
+    await coord.catalog_changed()
+    return api.Command("CREATE INDEX")
+
+
+def export(item: Item) -> dict[str, Any]:
+    d = item.definition
+    return {"keys": d["key_positions"], "columns": d["columns"], "direct": d["direct"]}
+
+
+async def install(coord: Coordinator, item: Item, as_of: int, hold: Any = None) -> None:
+    """Install the index's dataflow on its cluster, holding its inputs at `as_of`."""
+    d = item.definition
+    if hold is None:
+        hold = coord.storage.acquire_read_hold([i["shard_id"] for i in d["inputs"]], as_of)
+    coord.dataflow_holds[item.id] = hold
+    try:
+        await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"], "",
+                                            as_of, "arrange", index=export(item))
+    except BaseException:
+        coord.dataflow_holds.pop(item.id, None)
+        hold.release()
+        raise
+
+
+async def restart(coord: Coordinator, item: Item) -> None:
+    """After a restart: rehydrate at the inputs' current since (retrying while the
+    cluster's replicas are still starting)."""
+    while True:
+        sinces = [coord.storage.frontiers(i["shard_id"])[0] for i in item.definition["inputs"]
+                  if i["shard_id"] in coord.storage.collections]
+        try:
+            await install(coord, item, max(sinces, default=0))
+            return
+        except WeirError as e:
+            if e.sqlstate not in ("57P03", SqlState.INTERNAL_ERROR):
+                raise
+            log.info("index %s waits for its cluster: %s", item.full_name, e.message)
+            await asyncio.sleep(2)
+
+
+def write_frontier(coord: Coordinator, item_id: str) -> int | None:
+    """The furthest write frontier a replica reported for the index."""
+    frontiers = coord.compute.write_frontiers().get(item_id) or {}
+    return max(frontiers.values(), default=None)
+
+
+def on_cluster(coord: Coordinator, on_id: str, cluster_id: str) -> list[Item]:
+    """The indexes on `on_id` installed on the cluster (cached per catalog generation)."""
+    gen = coord.catalog.generation
+    cache = coord.index_cache
+    if cache.get("generation") != gen:
+        by_on: dict[tuple[str, str], list[Item]] = {}
+        for i in coord.catalog.list_items(INDEX):
+            by_on.setdefault((i.definition.get("on_id", ""), i.cluster_id or ""), []).append(i)
+        cache.clear()
+        cache.update({"generation": gen, "by_on": by_on})
+    return list(cache["by_on"].get((on_id, cluster_id), []))
+
+
+def read_through(session: Session, expr: exp.Expression) -> exp.Expression:
+    """SUBSCRIBE to an index means to the relation it indexes: name that instead."""
+    from weir.sql.resolve import table_parts
+
+    froms = expr.args.get("from_") or expr.args.get("from") if isinstance(expr, exp.Select) else None
+    if froms is None or not isinstance(froms.this, exp.Table):
+        return expr
+    table = froms.this
+    try:
+        desc = session.coord.resolver(session).lookup(table_parts(table))
+    except WeirError:
+        return expr
+    if desc.kind != INDEX:
+        return expr
+    on = session.coord.catalog.get_item(session.coord.catalog.get_item(desc.id).definition["on_id"])
+    out = expr.copy()
+    parts = [p for p in (on.database_name, on.schema_name, on.name) if p]
+    new = exp.to_table(".".join(f'"{p}"' for p in parts))
+    new.set("alias", exp.TableAlias(this=exp.to_identifier(table.alias or table.name)))
+    (out.args.get("from_") or out.args.get("from")).this.replace(new)
+    return out
