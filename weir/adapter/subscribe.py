@@ -90,6 +90,13 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
         return collections.Counter(_key(r) for r in await query.collect(rows))
 
     def upper() -> int:
+        if direct is not None:
+            # A materialized view's upper reaches the storage controller once per tick
+            # (it reads the shards replicas write); the frontier a replica reports comes
+            # right after its append is durable, so follow that as soon as it arrives.
+            sid = direct.shard_id
+            reported = coord.compute.write_frontiers().get(sid, {}).values()
+            return max([coord.storage.frontiers(sid)[1], *reported])
         return min((coord.storage.frontiers(sid)[1] for sid in inputs), default=coord.oracle.read_ts() + 1)
 
     async def gen() -> AsyncIterator[list[Row]]:
