@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import signal
 import ssl
 import sys
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("weir")
 
@@ -39,9 +41,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--tls-cert", default=os.environ.get("WEIR_TLS_CERT"))
     s.add_argument("--tls-key", default=os.environ.get("WEIR_TLS_KEY"))
     s.add_argument("--log-level", default=os.environ.get("WEIR_LOG_LEVEL", "info"))
+    s.add_argument("--replica-sizes", default=os.environ.get("WEIR_REPLICA_SIZES"),
+                   help='JSON file {"sizes": {NAME: {"master", "workers", "driver_memory", '
+                        '"spark_conf"}}} adding or overriding cluster replica sizes')
     st = sub.add_parser("status", help="ask a running server for its health")
     st.add_argument("--http-port", type=int, default=_env_int("WEIR_HTTP_PORT", 6876))
     return p
+
+
+def _replica_sizes(path: str | None) -> dict[str, Any]:
+    """The "sizes" of a size-map file (see weir.compute.sizes), {} without one."""
+    from weir.compute.sizes import size_map
+
+    if not path:
+        return {}
+    sizes = json.loads(Path(path).read_text()).get("sizes") or {}
+    size_map({"sizes": sizes})  # a malformed entry fails here, not when a replica starts
+    return dict(sizes)
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -53,7 +69,7 @@ async def serve(args: argparse.Namespace) -> int:
     config = ServerConfig(
         data_dir=Path(args.data_dir), host=args.host, sql_port=args.sql_port, http_port=args.http_port,
         catalog_url=args.catalog_url, auth=args.auth, auth_loopback_trust=not args.no_loopback_trust,
-        tls_cert=args.tls_cert, tls_key=args.tls_key,
+        tls_cert=args.tls_cert, tls_key=args.tls_key, replica_sizes=_replica_sizes(args.replica_sizes),
     )
     tls = None
     if config.tls_cert and config.tls_key:
