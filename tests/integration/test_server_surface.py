@@ -29,6 +29,7 @@ def test_scram_authentication_end_to_end(tmp_path: Path, java: None) -> None:
     with boot.connect() as c:  # trusted start: give the superuser a password, add a user
         c.execute("ALTER ROLE materialize PASSWORD 'root-pw'")
         c.execute("CREATE ROLE bob LOGIN PASSWORD 'b0b pass'")
+        c.execute("ALTER SYSTEM SET statement_log_max_age = '7d'")  # survives the restart
     boot.stop()
     srv = WeirServer(data, extra_args=["--auth", "scram-sha-256", "--no-loopback-trust"])
     srv.password = "root-pw"
@@ -37,6 +38,7 @@ def test_scram_authentication_end_to_end(tmp_path: Path, java: None) -> None:
         base = f"host=127.0.0.1 port={srv.sql_port} dbname=materialize"
         with psycopg.connect(f"{base} user=bob password='b0b pass'") as c:
             assert c.execute("SELECT current_user").fetchone() == ("bob",)
+            assert c.execute("SHOW statement_log_max_age").fetchone() == ("7d",)
         with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
             psycopg.connect(f"{base} user=bob password=wrong", connect_timeout=5)
         with pytest.raises(psycopg.OperationalError):

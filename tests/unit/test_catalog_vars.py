@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from weir.catalog.builtins import VARS, lookup_var, normalize_var
-from weir.catalog.vars import byte_size, duration_ms, format_duration
+from weir.catalog.vars import (
+    byte_size,
+    duration_ms,
+    format_duration,
+    is_system_alias,
+    parse_var,
+    settable_var,
+)
 from weir.errors import WeirError
 
 REQUIRED = {
@@ -125,3 +132,115 @@ def test_reported_parameters() -> None:
     assert {"application_name", "client_encoding", "DateStyle", "integer_datetimes",
             "server_version", "standard_conforming_strings", "TimeZone", "is_superuser",
             "session_authorization", "IntervalStyle", "server_encoding"} <= reported
+
+
+# -- statement history parameters ---------------------------------------------------------
+
+STATEMENT_HISTORY = {  # name: (default, session-settable)
+    "statement_history_sample_rate": ("0.01", True),
+    "statement_history_max_sample_rate": ("0.99", False),
+    "statement_log_random_seed": ("", False),
+    "statement_log_flush_interval": ("5s", False),
+    "statement_log_max_age": ("30d", False),
+    "statement_logging_target_data_rate": ("", False),
+    "statement_logging_mode": ("on", False),
+}
+
+
+def test_statement_history_defaults_and_typed_values() -> None:
+    for name, (default, session) in STATEMENT_HISTORY.items():
+        v = lookup_var(name)
+        assert (v.default, v.session, v.system) == (default, session, True), name
+    assert parse_var("statement_history_sample_rate") == 0.01
+    assert parse_var("statement_history_max_sample_rate") == 0.99
+    assert parse_var("statement_log_random_seed") is None  # unset: a random seed
+    assert parse_var("statement_log_random_seed", "42") == 42
+    assert parse_var("statement_log_flush_interval") == 5000
+    assert parse_var("statement_log_max_age") == 30 * 86_400_000
+    assert parse_var("statement_logging_target_data_rate") is None  # no limit
+    assert parse_var("statement_logging_target_data_rate", "1024") == 1024
+    assert parse_var("statement_logging_mode") == "on"
+
+
+def test_statement_history_validation() -> None:
+    assert norm("statement_history_sample_rate", "0.5") == "0.5"
+    assert norm("statement_history_sample_rate", "1") == "1.0"
+    assert norm("statement_history_sample_rate", "0") == "0.0"
+    assert code("statement_history_sample_rate", "1.5") == (
+        "22023", '1.5 is outside the valid range for parameter '
+        '"statement_history_sample_rate" (0 .. 1)')
+    assert code("statement_history_sample_rate", "-0.1")[0] == "22023"
+    assert code("statement_history_sample_rate", "nan")[0] == "22023"
+    assert code("statement_history_sample_rate", "lots")[0] == "22023"
+    assert normalize_var("statement_history_max_sample_rate", "0.5", "system")[1] == "0.5"
+    state, msg = code("statement_history_max_sample_rate", "1", "system")
+    assert state == "22023" and "(0 .. 0.99)" in msg
+    assert code("statement_history_max_sample_rate", "0.5") == (  # system only
+        "55P02", 'parameter "statement_history_max_sample_rate" cannot be changed')
+    assert normalize_var("statement_log_random_seed", "7", "system")[1] == "7"
+    assert normalize_var("statement_log_random_seed", " ", "system")[1] == ""
+    assert code("statement_log_random_seed", "-1", "system")[0] == "22023"
+    assert code("statement_log_random_seed", "x", "system")[0] == "22023"
+    assert normalize_var("statement_log_flush_interval", "1500", "system")[1] == "1500ms"
+    assert normalize_var("statement_log_flush_interval", "100ms", "system")[1] == "100ms"
+    assert code("statement_log_flush_interval", "0", "system")[0] == "22023"
+    assert code("statement_log_flush_interval", "50ms", "system")[0] == "22023"
+    assert normalize_var("statement_log_max_age", "7 days", "system")[1] == "7d"
+    assert normalize_var("statement_log_max_age", "0", "system")[1] == "0"
+    state, msg = code("statement_log_max_age", "-1d", "system")
+    assert state == "22023" and "statement_log_max_age" in msg and "(0 .. 3650d)" in msg
+    assert normalize_var("statement_logging_target_data_rate", "0", "system")[1] == "0"
+    assert normalize_var("statement_logging_target_data_rate", "", "system")[1] == ""
+    state, msg = code("statement_logging_target_data_rate", "-5", "system")
+    assert state == "22023" and "(at least 0)" in msg
+    assert normalize_var("statement_logging_mode", "DRY_RUN", "system")[1] == "dry_run"
+    assert normalize_var("statement_logging_mode", "false", "system")[1] == "off"
+    state, msg = code("statement_logging_mode", "sometimes", "system")
+    assert state == "22023" and "on, dry_run, off" in msg
+
+
+def test_statement_history_aliases() -> None:
+    assert lookup_var("statement_logging_sample_rate").name == "statement_history_sample_rate"
+    assert lookup_var("STATEMENT_LOGGING_MAX_SAMPLE_RATE").name == (
+        "statement_history_max_sample_rate")
+    assert norm("statement_logging_sample_rate", "0.2") == "0.2"
+    # the default-rate alias names the server-wide value only
+    v, text = normalize_var("statement_logging_default_sample_rate", "0.5", "system")
+    assert (v.name, text) == ("statement_history_sample_rate", "0.5")
+    assert is_system_alias("statement_logging_default_sample_rate")
+    assert not is_system_alias("statement_logging_sample_rate")
+    assert code("statement_logging_default_sample_rate", "0.5")[0] == "55P02"
+    with pytest.raises(WeirError) as e:
+        settable_var("statement_logging_default_sample_rate", "session")
+    assert e.value.sqlstate == "55P02"
+    assert settable_var("statement_logging_default_sample_rate", "system").name == (
+        "statement_history_sample_rate")
+    state, msg = code("statement_logging_default_sample_rate", "2", "system")
+    assert state == "22023" and "(0 .. 1)" in msg
+
+
+def test_alter_system_parses() -> None:
+    from weir.sql import statements as st
+    from weir.sql.parse import parse_one
+
+    def p(sql: str) -> tuple[str, str | None]:
+        stmt = parse_one(sql)
+        assert isinstance(stmt, st.AlterSystem) and stmt.kind == "alter_system"
+        return stmt.name, stmt.value
+
+    assert p("ALTER SYSTEM SET statement_log_max_age = '7 days'") == (
+        "statement_log_max_age", "7 days")
+    assert p("alter system set statement_history_sample_rate to 0.5;") == (
+        "statement_history_sample_rate", "0.5")
+    assert p("ALTER SYSTEM SET statement_log_max_age = -1") == ("statement_log_max_age", "-1")
+    assert p("ALTER SYSTEM SET statement_logging_mode TO DEFAULT") == (
+        "statement_logging_mode", None)
+    assert p("ALTER SYSTEM SET statement_log_random_seed = ''") == (
+        "statement_log_random_seed", "")
+    assert p("ALTER SYSTEM RESET statement_logging_mode") == ("statement_logging_mode", None)
+    assert p("ALTER SYSTEM RESET ALL") == ("all", None)
+    for bad in ("ALTER SYSTEM", "ALTER SYSTEM RESET", "ALTER SYSTEM SET x",
+                "ALTER SYSTEM FROB x"):
+        with pytest.raises(WeirError) as e:
+            parse_one(bad)
+        assert e.value.sqlstate == "42601", bad

@@ -8,7 +8,7 @@ from weir import types as T
 from weir.adapter import api, cursors, ddl, dml, explain, query, subscribe
 from weir.adapter.session import Transaction
 from weir.adapter.show import show_query
-from weir.catalog.vars import VARS, lookup_var
+from weir.catalog.vars import VARS, is_system_alias, lookup_var, settable_var
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 
@@ -57,6 +57,7 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, st.SetVariable):
         if stmt.name in ("transaction_isolation",) and stmt.local:
             return api.Command("SET")
+        settable_var(stmt.name, "session")
         session.set_var(stmt.name, stmt.value)
         return api.Command("SET")
     if isinstance(stmt, st.ResetVariable):
@@ -65,9 +66,11 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
                 if v.session:
                     session.set_var(v.name, None)
         else:
-            lookup_var(stmt.name).check_settable("session")
+            settable_var(stmt.name, "session")
             session.set_var(stmt.name, None)
         return api.Command("RESET")
+    if isinstance(stmt, st.AlterSystem):
+        return _alter_system(session, stmt)
     if isinstance(stmt, st.Deallocate):
         # Protocol-level prepared statements belong to pgwire and end with the connection;
         # drivers (psycopg) deallocate the ones they evict from their caches.
@@ -86,7 +89,34 @@ async def _show_var(session: Session, stmt: st.ShowVariable) -> api.Rows:
         cols = [api.Column("name", T.TEXT), api.Column("setting", T.TEXT), api.Column("description", T.TEXT)]
         return await _rows(cols, rows, "SHOW")
     v = lookup_var(stmt.name)
-    return await _rows([api.Column(v.name.lower(), T.TEXT)], [(session.get_var(v.name),)], "SHOW")
+    system = is_system_alias(stmt.name)  # statement_logging_default_sample_rate
+    value = session.coord.system_var(v.name) if system else session.get_var(v.name)
+    return await _rows([api.Column(v.name.lower(), T.TEXT)], [(value,)], "SHOW")
+
+
+def _alter_system(session: Session, stmt: st.AlterSystem) -> api.Command:
+    """ALTER SYSTEM SET/RESET: superusers change the server-wide value (the default of
+    sessions that have not SET their own), durably in the catalog."""
+    if not session.role.superuser:
+        raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE, "permission denied to alter system",
+                        detail="You must be a superuser to alter system.")
+    if session.txn is not None and session.txn.explicit:
+        raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION,
+                        "ALTER SYSTEM cannot be run inside a transaction block")
+    catalog = session.coord.catalog
+    try:
+        if stmt.name == "all" and stmt.value is None:
+            with catalog.transaction():
+                for v in VARS:
+                    if v.system:
+                        catalog.reset_system_var(v.name)
+        elif stmt.value is None:
+            catalog.reset_system_var(stmt.name)
+        else:
+            catalog.set_system_var(stmt.name, stmt.value)
+    finally:
+        session.coord.system_vars_changed()
+    return api.Command("ALTER SYSTEM")
 
 
 async def _transaction(session: Session, stmt: st.Transaction) -> api.Command:

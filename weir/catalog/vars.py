@@ -9,6 +9,7 @@ Values travel as canonical text; `VarDef.parse` gives the Python value.
 
 from __future__ import annotations
 
+import math
 import re
 import zoneinfo
 from collections.abc import Callable
@@ -96,6 +97,7 @@ class VarDef:
     aliases: tuple[tuple[str, str], ...] = ()  # accepted spelling -> canonical choice
     min: float | None = None
     max: float | None = None
+    nullable: bool = False  # '' is a valid value meaning "unset"; parse() gives None
 
     @property
     def read_only(self) -> bool:
@@ -103,13 +105,18 @@ class VarDef:
 
     def normalize(self, value: str) -> str:
         """Validate `value` and return its canonical text, or raise 22023."""
+        if self.nullable and not value.strip():
+            return ""
         fn = _NORMALIZERS[self.kind]
         return fn(self, value)
 
     def parse(self, value: str | None = None) -> Any:
         """The Python value of canonical text (default if None): bool, int (ms for
-        durations, bytes for sizes), float, list[str] (list), str otherwise."""
+        durations, bytes for sizes), float, list[str] (list), str otherwise;
+        None for the empty text of a nullable parameter."""
         text = self.default if value is None else value
+        if self.nullable and not text:
+            return None
         if self.kind == "bool":
             return text == "on"
         if self.kind == "int":
@@ -132,6 +139,9 @@ class VarDef:
                             f'parameter "{self.name}" cannot be changed')
 
     def range_text(self) -> str:
+        if self.max is None:
+            lo = format_duration(int(self.min or 0)) if self.kind == "duration" else _num(self.min)
+            return f"at least {lo}"
         if self.kind == "duration":
             lo, hi = format_duration(int(self.min or 0)), format_duration(int(self.max or _INT_MAX))
             return f"{lo} .. {hi}"
@@ -169,6 +179,8 @@ def _n_number(v: VarDef, value: str) -> str:
                         f'invalid value for parameter "{v.name}": "{value}"',
                         hint=f"Requires an {typ} value." if typ == "integer"
                         else f"Requires a {typ} value.") from None
+    if not math.isfinite(num):
+        raise _invalid(v.name, value, f"must be a finite number in {v.range_text()}")
     if (v.min is not None and num < v.min) or (v.max is not None and num > v.max):
         raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
                         f'{value.strip()} is outside the valid range for parameter '
@@ -181,8 +193,8 @@ def _n_duration(v: VarDef, value: str) -> str:
         ms = duration_ms(value)
     except ValueError:
         raise _invalid(v.name, value, "valid units are us, ms, s, min, h, d") from None
-    lo, hi = v.min if v.min is not None else 0, v.max if v.max is not None else _INT_MAX
-    if not lo <= ms <= hi:
+    lo = v.min if v.min is not None else 0
+    if ms < lo or (v.max is not None and ms > v.max):
         raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
                         f'{value.strip()} is outside the valid range for parameter '
                         f'"{v.name}" ({v.range_text()})')
@@ -317,10 +329,40 @@ VARS: tuple[VarDef, ...] = (
            "timestamp chosen for each query."),
     VarDef("max_connections", "int", "5000", "The maximum number of concurrent client "
            "connections.", session=False, min=1, max=1_000_000),
+    # Statement history (mz_recent_activity_log): see statement_log.py. Each session
+    # samples at its own statement_history_sample_rate (ALTER SYSTEM sets the default
+    # new sessions get), capped by statement_history_max_sample_rate.
+    VarDef("statement_history_sample_rate", "float", "0.01", "The fraction of this "
+           "session's statements recorded in the statement history (0 to 1).", min=0, max=1),
+    VarDef("statement_history_max_sample_rate", "float", "0.99", "The largest fraction of "
+           "statements any session may record in the statement history.", session=False,
+           min=0, max=0.99),
+    VarDef("statement_log_random_seed", "int", "", "Seeds statement history sampling so "
+           "it is reproducible (empty: a random seed).", session=False, min=0,
+           max=2**32 - 1, nullable=True),
+    VarDef("statement_log_flush_interval", "duration", "5s", "How often sampled statements "
+           "are written to the statement history.", session=False, min=100, max=3_600_000),
+    VarDef("statement_log_max_age", "duration", "30d", "How long statements are kept in "
+           "the statement history (0: dropped at the next retention pass).", session=False, min=0,
+           max=3650 * 86_400_000),
+    VarDef("statement_logging_target_data_rate", "int", "", "The most bytes per second "
+           "the statement history records (empty, the default, or 0: no limit).",
+           session=False, min=0, nullable=True),
+    VarDef("statement_logging_mode", "enum", "on", "Statement history: on, dry_run "
+           "(sample and count but write nothing) or off.", session=False,
+           choices=("on", "dry_run", "off"), aliases=(("true", "on"), ("false", "off"))),
 )
 
 _BY_NAME: dict[str, VarDef] = {v.name.lower(): v for v in VARS}
-_ALIAS_NAMES = {"time zone": "timezone", "transaction isolation level": "transaction_isolation"}
+# Other names for a parameter (Materialize's spellings among them).
+_ALIAS_NAMES = {
+    "time zone": "timezone", "transaction isolation level": "transaction_isolation",
+    "statement_logging_sample_rate": "statement_history_sample_rate",
+    "statement_logging_max_sample_rate": "statement_history_max_sample_rate",
+    "statement_logging_default_sample_rate": "statement_history_sample_rate",
+}
+# Aliases that name only the server-wide value (ALTER SYSTEM and SHOW), not a session's.
+_SYSTEM_ALIASES = frozenset({"statement_logging_default_sample_rate"})
 
 
 def lookup_var(name: str) -> VarDef:
@@ -334,12 +376,35 @@ def lookup_var(name: str) -> VarDef:
                         f'unrecognized configuration parameter "{name}"') from None
 
 
+def is_system_alias(name: str) -> bool:
+    """Whether `name` only ever means the server-wide value (e.g.
+    statement_logging_default_sample_rate): SHOW gives the system value, SET refuses it."""
+    return name.strip().lower() in _SYSTEM_ALIASES
+
+
+def settable_var(name: str, scope: str = "session") -> VarDef:
+    """The definition for `name` if `scope` ('session' for SET/RESET, 'system' for ALTER
+    SYSTEM) may change it; 42704 if unknown, 55P02 if not settable in that scope."""
+    v = lookup_var(name)
+    if scope == "session" and is_system_alias(name):
+        raise WeirError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name.strip().lower()}" '
+                        "cannot be changed", hint="Use ALTER SYSTEM to change it.")
+    v.check_settable(scope)
+    return v
+
+
 def normalize_var(name: str, value: str, scope: str = "session") -> tuple[VarDef, str]:
     """Check that `scope` ('session' for SET, 'system' for ALTER SYSTEM) may set
     `name` to `value`; returns the definition and the canonical text."""
-    v = lookup_var(name)
-    v.check_settable(scope)
+    v = settable_var(name, scope)
     return v, v.normalize(value)
+
+
+def parse_var(name: str, text: str | None = None) -> Any:
+    """The typed value of `name`'s canonical text (its default if None): float for
+    rates, int ms for durations, int or None (unset) for nullable ints, str for enums.
+    E.g. parse_var("statement_log_flush_interval", coord.system_var(...)) -> 5000."""
+    return lookup_var(name).parse(text)
 
 
 def default_values() -> dict[str, str]:

@@ -344,6 +344,18 @@ def _parse_set_words(text: str) -> st.Statement:
     return st.SetVariable(text, name, ", ".join(values), local)
 
 
+def _parse_alter_system(text: str, words: list[str], upper: list[str]) -> st.Statement:
+    if len(upper) == 4 and upper[2] == "RESET":
+        return st.AlterSystem(text, _ident(words[3]))
+    if len(upper) > 3 and upper[2] == "SET":
+        inner = _parse_set_words(re.sub(r"^\s*ALTER\s+SYSTEM\s+", "", text, flags=re.I))
+        assert isinstance(inner, st.SetVariable)
+        if inner.local or inner.name == "all":
+            raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in ALTER SYSTEM: {text}")
+        return st.AlterSystem(text, inner.name, inner.value)
+    raise WeirError(SqlState.SYNTAX_ERROR, "expected SET or RESET after ALTER SYSTEM")
+
+
 def _split_commas(raw: str) -> list[str]:
     out, cur, q = [], "", False
     for ch in raw:
@@ -433,6 +445,8 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return st.Discard(text)
     if head == "CREATE" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
         return st.CreateRole(text, _ident(words[2]), _role_options(words[3:]))
+    if head == "ALTER" and len(upper) > 1 and upper[1] == "SYSTEM":
+        return _parse_alter_system(text, words, upper)
     if head == "ALTER" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
         return st.AlterRole(text, _ident(words[2]), _role_options(words[3:]))
     if head == "DROP" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):

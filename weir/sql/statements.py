@@ -136,6 +136,18 @@ class ResetVariable(Statement):
 
 
 @dataclass
+class AlterSystem(Statement):
+    """ALTER SYSTEM SET name {=|TO} value|DEFAULT, ALTER SYSTEM RESET name|ALL."""
+
+    name: str = ""  # "all" with value None: RESET ALL
+    value: str | None = None  # None = RESET / DEFAULT
+
+    @property
+    def kind(self) -> str:
+        return "alter_system"
+
+
+@dataclass
 class ShowVariable(Statement):
     name: str = ""  # "all" shows every variable
 
