@@ -106,3 +106,16 @@ class WeirServer:
 
     def connect(self, **kw: object) -> psycopg.Connection:
         return psycopg.connect(self.dsn, autocommit=True, **kw)  # type: ignore[arg-type]
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The value of one sample on /metrics (0 when absent)."""
+        import urllib.request
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in text.splitlines():
+            key, _, value = line.rpartition(" ")
+            if key == (f"{name}{{{want}}}" if want else name):
+                return float(value)
+        return 0.0

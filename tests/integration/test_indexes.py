@@ -106,9 +106,11 @@ def test_fast_path_runs_no_spark_job(indexed: WeirServer) -> None:
     ui = _spark_ui(indexed)
     with indexed.connect() as c:
         before = _peek_jobs(ui)
+        fast = indexed.metric("weir_reads_total", strategy="fast-path")
         for i in range(1, 21):
             assert c.execute("SELECT name FROM ix_items WHERE id = %s", (i,)).fetchall() == [(f"item{i}",)]
         assert _peek_jobs(ui) == before  # twenty lookups, no Spark job
+        assert indexed.metric("weir_reads_total", strategy="fast-path") == fast + 20
         c.execute("SELECT name FROM ix_items WHERE id + 0 = 1").fetchall()
         assert _peek_jobs(ui) > before  # the same query on the slow path is a Spark job
     log = (indexed.data_dir / "logs" / "replica-u1.log").read_text(errors="replace")
@@ -141,6 +143,12 @@ def test_indexes_on_views_and_materialized_views(indexed: WeirServer) -> None:
         assert c.execute("SELECT * FROM ix_cheap WHERE id = 9001").fetchall() == [(9001, 1)]
         n = c.execute("SELECT n FROM ix_by_ok WHERE ok").fetchone()[0]
         assert n == expected[0][1] + 1
+        # a query that is not a fast path reads the view from its index instead of recomputing it
+        through = indexed.metric("weir_reads_through_indexes_total")
+        got = c.execute("SELECT b.ok, b.n * 2, i.name FROM ix_by_ok b JOIN ix_items i ON i.ok = b.ok "
+                        "WHERE i.id = 9001").fetchall()
+        assert got == [(True, 2 * n, "x")]
+        assert indexed.metric("weir_reads_through_indexes_total") == through + 1
         rows = c.execute("SELECT name, on_id, cluster_id FROM mz_indexes WHERE name LIKE 'ix_%' "
                          "ORDER BY name").fetchall()
         assert [r[0] for r in rows] == ["ix_by_ok_primary_idx", "ix_cheap_idx", "ix_items_id"]

@@ -25,6 +25,19 @@ def _eventually(c: psycopg.Connection, sql: str, expected: list[tuple], timeout:
     raise AssertionError(f"{sql}: expected {expected}, got {got}")
 
 
+def _eventually_fast(srv: WeirServer, c: psycopg.Connection, sql: str, expected: list[tuple],
+                     timeout: float = 90) -> None:
+    """`sql` answers `expected` on the fast path (from an index, no Spark job)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        before = srv.metric("weir_reads_total", strategy="fast-path")
+        got = c.execute(sql).fetchall()
+        if got == expected and srv.metric("weir_reads_total", strategy="fast-path") == before + 1:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{sql}: not {expected} on the fast path")
+
+
 @pytest.mark.timeout(900)
 def test_materialized_view_lifecycle(tmp_path: Path, java: None) -> None:
     srv = WeirServer(tmp_path / "data").start()
@@ -43,6 +56,8 @@ def test_materialized_view_lifecycle(tmp_path: Path, java: None) -> None:
             c.execute("CREATE MATERIALIZED VIEW big_bids IN CLUSTER mv_c AS "
                       "SELECT auction_id, amount * 2 AS dbl FROM bids WHERE amount > 10")
             _eventually(c, "SELECT * FROM winning_bids ORDER BY id", [(1, 20), (2, 5)])
+            c.execute("CREATE INDEX ON winning_bids (id) IN CLUSTER mv_c")
+            _eventually_fast(srv, c, "SELECT * FROM winning_bids WHERE id = 1", [(1, 20)])
             c.execute("INSERT INTO bids VALUES (2, 50)")
             c.execute("DELETE FROM bids WHERE amount = 20")
             _eventually(c, "SELECT * FROM winning_bids ORDER BY id", [(1, 10), (2, 50)])
@@ -61,12 +76,16 @@ def test_materialized_view_lifecycle(tmp_path: Path, java: None) -> None:
             os.kill(replicas[-1], signal.SIGKILL)
             c.execute("INSERT INTO bids VALUES (1, 99)")
             _eventually(c, "SELECT * FROM winning_bids ORDER BY id", [(1, 99), (2, 50)])
+            # the surviving replica's index keeps answering on the fast path
+            _eventually_fast(srv, c, "SELECT * FROM winning_bids WHERE id = 1", [(1, 99)])
         srv.stop()
         srv.start(wait_for_replica=False)
         with srv.connect(options="-c cluster=mv_c") as c:
             _eventually(c, "SELECT * FROM winning_bids ORDER BY id", [(1, 99), (2, 50)])
             c.execute("INSERT INTO bids VALUES (2, 60)")
             _eventually(c, "SELECT * FROM winning_bids ORDER BY id", [(1, 99), (2, 60)])
+            # the index came back with the server and serves the fast path again
+            _eventually_fast(srv, c, "SELECT * FROM winning_bids WHERE id = 2", [(2, 60)])
             # no gap and no duplicate in the output: every row's count is exactly one
             counts = c.execute("SELECT id, count(*) FROM winning_bids GROUP BY id ORDER BY id").fetchall()
             assert counts == [(1, 1), (2, 1)]

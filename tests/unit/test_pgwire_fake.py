@@ -112,7 +112,7 @@ class FakeSession:
     def split(self, sql: str) -> list[str]:
         return [s.strip() for s in sql.split(";") if s.strip()]
 
-    async def prepare(self, sql: str, param_oids: list[int]) -> PreparedStatement:
+    async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> PreparedStatement:
         text = sql.strip().rstrip(";").strip()
         low = text.lower()
         nparams = max((int(n) for n in re.findall(r"\$(\d+)", text)), default=0)

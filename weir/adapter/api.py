@@ -44,6 +44,7 @@ class Rows:
     columns: list[Column]
     batches: AsyncIterator[list[tuple[Any, ...]]]
     tag_prefix: str = "SELECT"
+    sent_bytes: int = 0  # counted by pgwire as it sends rows (statement history's result_size)
 
     def tag(self, row_count: int) -> str:
         return f"{self.tag_prefix} {row_count}"
@@ -56,6 +57,7 @@ class CopyOut:
     columns: list[Column]
     batches: AsyncIterator[list[tuple[Any, ...]]]
     # text format, tab-delimited, \N for NULL (PostgreSQL's default COPY text format)
+    sent_bytes: int = 0
 
     def tag(self, row_count: int) -> str:
         return f"COPY {row_count}"
@@ -86,6 +88,7 @@ class PreparedStatement:
     param_types: list[PgType]
     columns: list[Column] | None
     plan: Any = field(default=None, repr=False)  # adapter-private
+    logging: Any = field(default=None, repr=False)  # adapter-private (statement history)
 
 
 class Session(Protocol):
@@ -110,9 +113,10 @@ class Session(Protocol):
     def split(self, sql: str) -> list[str]:
         """Split a simple-query string into statement texts (empty list if blank)."""
 
-    async def prepare(self, sql: str, param_oids: list[int]) -> PreparedStatement:
+    async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> PreparedStatement:
         """Parse/plan one statement (raises WeirError 42601 for syntax errors, and for a
-        string with more than one statement)."""
+        string with more than one statement). `name`: the prepared statement's name
+        ('' for the unnamed statement and simple queries)."""
 
     async def execute(
         self, stmt: PreparedStatement, params: list[Any], *, extended: bool = False

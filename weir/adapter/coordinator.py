@@ -67,6 +67,10 @@ class Coordinator(api.Coordinator):
         self.index_cache: dict[str, Any] = {}  # indexes by (on, cluster), per catalog generation
         self._background: set[asyncio.Task[None]] = set()
         self.describe_cache: dict[Any, Any] = {}
+        self._cluster_ids: tuple[int, dict[str, str | None]] = (-1, {})
+        from weir.adapter.statement_log import StatementLog
+
+        self.statement_log = StatementLog(self)
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
@@ -106,6 +110,8 @@ class Coordinator(api.Coordinator):
                                           {i.id for i in self.catalog.list_items("materialized-view")})
         self.storage.start()
         await self._open_builtins()
+        await self.statement_log.recover()
+        self.statement_log.start()
         from weir.adapter.sources import start_runner
 
         for item in self.catalog.list_items("source"):
@@ -146,6 +152,7 @@ class Coordinator(api.Coordinator):
     async def stop(self) -> None:
         for s in list(self.sessions.values()):
             s.cancel()
+        await self.statement_log.stop()
         if self._status_task is not None:
             self._status_task.cancel()
         if self._frontier_task is not None:
@@ -228,7 +235,7 @@ class Coordinator(api.Coordinator):
 
     # ---- names -----------------------------------------------------------------------
     def resolver(self, session: Session) -> CatalogResolver:
-        return CatalogResolver(self.catalog, session.database, session.search_path)
+        return CatalogResolver(self.catalog, session.database, session.search_path, session.role.superuser)
 
     def lookup_database(self, name: str) -> Any:
         db = self.catalog.find_database(name)
@@ -245,6 +252,17 @@ class Coordinator(api.Coordinator):
         if schema is None:
             raise WeirError(SqlState.INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
         return schema
+
+    def cluster_id_by_name(self, name: str) -> str | None:
+        """A cluster's id by name (None if there is none), cached per catalog generation."""
+        gen, ids = self._cluster_ids
+        if gen != self.catalog.generation:
+            ids = {}
+            self._cluster_ids = (self.catalog.generation, ids)
+        if name not in ids:
+            cluster = self.catalog.find_cluster(name)
+            ids[name] = cluster.id if cluster is not None else None
+        return ids[name]
 
     def current_cluster(self, session: Session) -> Any:
         name = session.get_var("cluster")
@@ -368,10 +386,12 @@ class Coordinator(api.Coordinator):
             session.notice(f'session database "{database}" does not exist', SqlState.INVALID_CATALOG_NAME,
                            "WARNING")
         self.sessions[conn_id] = session
+        self.statement_log.session_opened(session, params.get("_peer"))
         return session
 
     def session_closed(self, session: Session) -> None:
-        self.sessions.pop(session.connection_id, None)
+        if self.sessions.pop(session.connection_id, None) is not None:
+            self.statement_log.session_closed(session)
 
     def cancel(self, connection_id: int, secret_key: int) -> None:
         session = self.sessions.get(connection_id)

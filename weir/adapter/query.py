@@ -13,8 +13,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, fast_path
+from weir.adapter import api, fast_path, indexes
 from weir.errors import SqlState, WeirError
+from weir.http.metrics import READS, READS_THROUGH_INDEXES
 from weir.sql import constant
 from weir.sql.render import (
     bind_params,
@@ -237,12 +238,15 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
         try:
             ts = coord.oracle.read_ts()
             names, types, rows = constant.evaluate(bound, session.context(ts))
+            session.execution_timestamp = ts
             cols = [api.Column(n, t) for n, t in zip(names, types, strict=True)]
+            _ran(session, "constant")
             return api.Rows(cols, _once(rows), tag_prefix)
         except constant.NotConstant:
             pass
     folded = fold_typed_literals(bound)
     resolved = resolve(folded, coord.resolver(session))
+    session.lifecycle("optimization-finished")
     if as_of is None and not for_write:
         fast = await _fast_path(session, folded, resolved.inputs, tag_prefix)
         if fast is not None:
@@ -255,20 +259,54 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
     try:
         # strict serializable: a view maintained by a replica may trail the oracle; wait for it
         await coord.storage.wait_for_upper(list(resolved.inputs), ts)
-        names = name_outputs(resolved.expr)
-        body = substitute_session_functions(resolved.expr, session.context(ts))
-        body = typed_division(body, _spark_schema(resolved.inputs))
+        session.execution_timestamp = ts
+        session.lifecycle("storage-dependencies-finished")
         cluster = coord.current_cluster(session)
-        inputs = []
-        for sid, desc in resolved.inputs.items():
-            plan = await coord.storage.scan_plan(sid, ts)
-            inputs.append(_input_spec(desc, list(plan.files), ts, bool(plan.may_have_retractions)))
-        result = await coord.compute.peek(cluster.id, to_spark(body), inputs, ts)
+        result = None
+        via = indexes.indexed_views(coord, resolved, cluster.id) if as_of is None else {}
+        if via:  # read the views' arrangements instead of recomputing them
+            try:
+                through = resolve(folded, indexes.ThroughIndexes(coord.resolver(session), via))
+                result, names = await _spark_peek(session, through, ts, cluster.id)
+                resolved = through
+                READS_THROUGH_INDEXES.inc()
+            except WeirError as e:
+                if e.detail != "not-fast-path":
+                    raise
+                log.info("reading through indexes not possible: %s", e.message)
+        if result is None:
+            result, names = await _spark_peek(session, resolved, ts, cluster.id)
     except BaseException:
         hold.release()
         raise
+    session.lifecycle("compute-dependencies-finished")
     cols = columns_from_schema(result.schema, names, resolved.inputs, cast_hints(bound))
+    _ran(session, "standard")
     return api.Rows(cols, _stream(session, result.batches, hold), tag_prefix)
+
+
+async def _spark_peek(session: Session, resolved: Any, ts: int, cluster_id: str) -> tuple[Any, list[str | None]]:
+    """Run a resolved query as a Spark job on the cluster; inputs are shards as of `ts`,
+    or index arrangements (inputs whose id is an index's)."""
+    coord = session.coord
+    names = name_outputs(resolved.expr)
+    body = substitute_session_functions(resolved.expr, session.context(ts))
+    body = typed_division(body, _spark_schema(resolved.inputs))
+    inputs = []
+    for sid, desc in resolved.inputs.items():
+        if sid in coord.storage.collections:
+            plan = await coord.storage.scan_plan(sid, ts)
+            inputs.append(_input_spec(desc, list(plan.files), ts, bool(plan.may_have_retractions)))
+        else:
+            inputs.append({**_input_spec(desc, [], ts, False), "index": sid})
+    return await coord.compute.peek(cluster_id, to_spark(body), inputs, ts), names
+
+
+def _ran(session: Session, strategy: str) -> None:
+    """How a read ran: constant (on the coordinator), fast-path (from an index) or
+    standard (a Spark job); for statement history and /metrics."""
+    session.execution_strategy = strategy
+    READS.labels(strategy=strategy).inc()
 
 
 async def _fast_path(session: Session, expr: exp.Expression, inputs: dict[str, RelationDesc],
@@ -279,6 +317,7 @@ async def _fast_path(session: Session, expr: exp.Expression, inputs: dict[str, R
         return None
     coord = session.coord
     ts = choose_timestamp(session, inputs)
+    session.execution_timestamp = ts
     hold = coord.storage.acquire_read_hold(list(inputs), ts)
     try:
         result = await coord.compute.peek_index(plan.index.cluster_id or "", plan.index.id, ts, plan.body)
@@ -291,7 +330,7 @@ async def _fast_path(session: Session, expr: exp.Expression, inputs: dict[str, R
     except BaseException:
         hold.release()
         raise
-    session.execution_strategy = "fast-path"
+    _ran(session, "fast-path")
     return api.Rows(plan.columns, _stream(session, result.batches, hold), tag_prefix)
 
 

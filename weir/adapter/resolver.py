@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from weir.catalog.builtins import BUILTINS
 from weir.catalog.model import SYSTEM_SCHEMAS, Item
 from weir.errors import SqlState, WeirError
 from weir.sql.resolve import ColumnDesc, RelationDesc
@@ -14,15 +15,21 @@ def describe_item(item: Item) -> RelationDesc:
     cols = [ColumnDesc(c.name, c.type, c.nullable, c.default) for c in item.columns]
     view_sql = item.definition.get("query") if item.kind == "view" else None
     kind = item.kind if not item.builtin or item.kind == "view" else "table"
-    return RelationDesc(item.id, item.full_name, kind, cols,
-                        shard_id=None if view_sql is not None else item.id, view_sql=view_sql, oid=item.oid)
+    restricted = item.builtin and item.id in _RESTRICTED
+    return RelationDesc(item.id, item.full_name, kind, cols, shard_id=None if view_sql is not None else item.id,
+                        view_sql=view_sql, oid=item.oid, restricted=restricted)
+
+
+_RESTRICTED = frozenset(b.id for b in BUILTINS if b.restricted)
 
 
 class CatalogResolver:
-    def __init__(self, catalog: object, database: str, search_path: list[str]) -> None:
+    def __init__(self, catalog: object, database: str, search_path: list[str],
+                 may_read_restricted: bool = True) -> None:
         self.catalog = catalog
         self.database = database
         self.search_path = search_path
+        self.may_read_restricted = may_read_restricted
 
     def _schema(self, database: str | None, name: str):  # noqa: ANN202
         cat = self.catalog

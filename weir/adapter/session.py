@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -49,6 +51,15 @@ class Session(api.Session):
         self.txn: Transaction | None = None
         self.running: asyncio.Task[Any] | None = None
         self.execution_strategy: str | None = None  # how the last read ran: fast-path, ...
+        self.execution_timestamp: int | None = None  # the timestamp the last read/write used
+        # statement history (weir.adapter.statement_log)
+        self.log_id = str(uuid.uuid4())
+        self.connected_at = datetime.now(UTC)
+        self.log_rng = coord.statement_log.rng_for_session()
+        self.log_throttled = 0  # sampled executions throttled since the last logged statement
+        self.transaction_id = 0
+        self.execution: Any = None  # the sampled execution running now, if any
+        self.closing = False
         self.cursors: dict[str, Any] = {}
         self.vars["database"] = database
         for key, value in startup.items():
@@ -122,7 +133,16 @@ class Session(api.Session):
     def context(self, timestamp: int | None = None) -> SessionContext:
         return SessionContext(user=self.user, database=self.database, search_path=self.search_path,
                               connection_id=self.connection_id, timestamp=timestamp,
-                              setting=self.get_var)
+                              setting=self.get_var, statement_log_access=self.statement_log_access())
+
+    def statement_log_access(self) -> str:
+        """What the statement-history views show this session: everything (superuser), every
+        row with redacted text (mz_monitor), or its user's own statements."""
+        if self.role.superuser:
+            return "all"
+        if self.coord.catalog.is_member("mz_monitor", self.role.name):
+            return "redacted"
+        return "own"
 
     # ---- transactions --------------------------------------------------------------
     @property
@@ -135,6 +155,11 @@ class Session(api.Session):
         if self.txn is None:
             self.txn = Transaction(explicit=False)
         return self.txn
+
+    def lifecycle(self, event: str) -> None:
+        """A statement-lifecycle event of the running execution (if it is sampled)."""
+        if self.execution is not None:
+            self.coord.statement_log.lifecycle(self.execution, event)
 
     def mark_failed(self) -> None:
         if self.txn is not None:
@@ -155,14 +180,81 @@ class Session(api.Session):
     def split(self, sql: str) -> list[str]:
         return sqlparse.split(sql)
 
-    async def prepare(self, sql: str, param_oids: list[int]) -> api.PreparedStatement:
+    async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> api.PreparedStatement:
         from weir.adapter import describe
+        from weir.adapter.statement_log import PreparedInfo
 
         stmt = self.coord.parse_cached(sql)
-        return await describe.prepare(self, stmt, param_oids)
+        prepared = await describe.prepare(self, stmt, param_oids)
+        prepared.logging = PreparedInfo(sql, name, stmt.kind)
+        return prepared
 
     async def execute(self, stmt: api.PreparedStatement, params: list[Any], *,
                       extended: bool = False) -> api.ExecuteResult:
+        """Execute, recording the execution in the statement log when it is sampled."""
+        info = stmt.logging
+        if info is None:
+            return await self._execute(stmt, params)
+        slog = self.coord.statement_log
+        if self.txn is None or (not self.txn.explicit and not self.txn.writes):
+            self.transaction_id += 1
+        execution = slog.begin(self, info, _param_texts(params, stmt.param_types))
+        self.execution = execution
+        self.execution_strategy = self.execution_timestamp = None
+        try:
+            result = await self._execute(stmt, params)
+        except WeirError as e:
+            status = "canceled" if e.sqlstate == SqlState.QUERY_CANCELED else "error"
+            slog.end(execution, status, error=e.message if status == "error" else None,
+                     strategy=self.execution_strategy, timestamp=self.execution_timestamp)
+            raise
+        except asyncio.CancelledError:
+            slog.end(execution, "canceled", strategy=self.execution_strategy, timestamp=self.execution_timestamp)
+            raise
+        except BaseException as e:
+            slog.end(execution, "error", error=str(e) or type(e).__name__)
+            raise
+        finally:
+            self.execution = None
+        if isinstance(result, (api.Rows, api.CopyOut)):
+            if execution is not None:
+                result.batches = self._logged_rows(result, result.batches, execution,
+                                                   self.execution_strategy, self.execution_timestamp)
+        else:
+            slog.end(execution, "success", strategy=self.execution_strategy, timestamp=self.execution_timestamp)
+        return result
+
+    async def _logged_rows(self, result: api.Rows | api.CopyOut, inner: Any, execution: Any,
+                           strategy: str | None, timestamp: int | None) -> Any:
+        """The result's rows, ending the logged execution when they are all sent (or fail)."""
+        slog = self.coord.statement_log
+        rows = 0
+        status, error = "success", None
+        try:
+            async for batch in inner:
+                rows += len(batch)
+                yield batch
+        except WeirError as e:
+            status = "canceled" if e.sqlstate == SqlState.QUERY_CANCELED else "error"
+            error = e.message
+            raise
+        except (asyncio.CancelledError, GeneratorExit):
+            status = "canceled" if self.closing or not isinstance(result, api.Rows) else "success"
+            raise
+        except BaseException as e:
+            status, error = "error", str(e) or type(e).__name__
+            raise
+        finally:
+            slog.end(execution, status, error=error if status == "error" else None, rows=rows,
+                     result_size=result.sent_bytes, strategy=strategy, timestamp=timestamp)
+            aclose = getattr(inner, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except Exception:  # noqa: BLE001 - the stream is being abandoned
+                    pass
+
+    async def _execute(self, stmt: api.PreparedStatement, params: list[Any]) -> api.ExecuteResult:
         from weir.adapter import execute
 
         self.running = asyncio.current_task()
@@ -195,9 +287,28 @@ class Session(api.Session):
     async def close(self) -> None:
         from weir.adapter.cursors import close_all
 
+        self.closing = True
         self.cancel()
         if self.txn is not None:
             self.txn.release()
         self.txn = None
         await close_all(self)
         self.coord.session_closed(self)
+
+
+def _param_texts(params: list[Any], types: list[Any]) -> list[str | None] | None:
+    """Each bound argument in its text form (statement history's params)."""
+    if not params:
+        return None
+    from weir import codec
+
+    out: list[str | None] = []
+    for value, t in zip(params, types, strict=False):
+        if value is None:
+            out.append(None)
+            continue
+        try:
+            out.append(codec.encode_text(value, t).decode())
+        except Exception:  # noqa: BLE001 - any text is better than none
+            out.append(str(value))
+    return out

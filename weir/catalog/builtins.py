@@ -12,7 +12,6 @@ standing in for Materialize's mz_aclitem[].
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -33,9 +32,12 @@ from weir.catalog.model import (
     Snapshot,
 )
 from weir.catalog.vars import VARS, VarDef, duration_ms, lookup_var, normalize_var
+from weir.sql.redact import redact as redact_sql
 from weir.types import (
     BOOL,
     BY_NAME,
+    BYTEA,
+    FLOAT8,
     INT4,
     INT8,
     INTERVAL,
@@ -43,6 +45,7 @@ from weir.types import (
     TEXT,
     TEXT_ARRAY,
     TIMESTAMPTZ,
+    UUID,
     PgType,
 )
 
@@ -50,7 +53,7 @@ if TYPE_CHECKING:
     from weir.catalog.store import Catalog
 
 __all__ = [
-    "BUILTINS", "BUILTIN_TABLES", "BuiltinTable", "VARS", "VarDef", "builtin_rows", "by_name", "lookup_var",
+    "BUILTINS", "BUILTIN_TABLES", "BUILTIN_VIEWS", "BuiltinTable", "BuiltinView", "VARS", "VarDef", "builtin_rows", "by_name", "lookup_var",
     "normalize_var", "acl",
 ]
 
@@ -78,6 +81,8 @@ class BuiltinTable:
     # Runtime relations hold what happens (replica statuses, ...), not catalog state: the
     # coordinator appends to them as events occur instead of recomputing them from DDL.
     runtime: bool = False
+    # Readable by superusers only (others read views over it that filter what they see).
+    restricted: bool = False
 
     @property
     def full_name(self) -> str:
@@ -106,12 +111,9 @@ def acl(snap: Snapshot, object_type: str, object_id: str, owner_id: str) -> list
     return out
 
 
-_LITERAL = re.compile(r"'(?:[^']|'')*'")
-
-
 def redact(sql: str) -> str:
-    """create_sql with string literals replaced, like Materialize's redacted_create_sql."""
-    return _LITERAL.sub("'<REDACTED>'", sql)
+    """create_sql with literals replaced, like Materialize's redacted_create_sql."""
+    return redact_sql(sql)
 
 
 def _items(snap: Snapshot, kind: str, user_only: bool = True) -> list[Item]:
@@ -306,6 +308,119 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_CATALOG, "mz_cluster_replica_frontiers", "s114", 16414, _t(
         ("object_id", TEXT), ("replica_id", TEXT), ("write_frontier", MZ_TIMESTAMP)),
         _runtime, frozenset({"write_frontier"}), runtime=True),
+    # Statement history as the coordinator records it (weir.adapter.statement_log). Only
+    # superusers read these directly; everyone else reads the views below, which show
+    # each user what they may see.
+    BuiltinTable(MZ_INTERNAL, "mz_session_history_raw", "s204", 16504, _t(
+        ("id", UUID), ("application_name", TEXT), ("user", TEXT), ("connected_at", TIMESTAMPTZ)),
+        _runtime, frozenset({"application_name"}), runtime=True, restricted=True),
+    BuiltinTable(MZ_INTERNAL, "mz_prepared_statement_history_raw", "s205", 16505, _t(
+        ("id", UUID), ("session_id", UUID), ("name", TEXT), ("sql", TEXT), ("redacted_sql", TEXT),
+        ("sql_hash", BYTEA), ("statement_type", TEXT), ("prepared_at", TIMESTAMPTZ),
+        ("throttled_count", INT8)), _runtime, frozenset({"name", "sql", "redacted_sql"}), runtime=True,
+        restricted=True),
+    BuiltinTable(MZ_INTERNAL, "mz_statement_execution_history_raw", "s206", 16506, _t(
+        ("id", UUID), ("prepared_statement_id", UUID), ("sample_rate", FLOAT8), ("params", TEXT_ARRAY),
+        ("began_at", TIMESTAMPTZ), ("finished_at", TIMESTAMPTZ), ("was_successful", BOOL),
+        ("was_canceled", BOOL), ("was_aborted", BOOL), ("error_message", TEXT), ("rows_returned", INT8),
+        ("was_fast_path", BOOL), ("cluster_id", TEXT), ("cluster_name", TEXT), ("application_name", TEXT),
+        ("database_name", TEXT), ("search_path", TEXT_ARRAY), ("transaction_isolation", TEXT),
+        ("transaction_id", INT8), ("execution_timestamp", MZ_TIMESTAMP), ("finished_status", TEXT),
+        ("execution_strategy", TEXT), ("result_size", INT8)), _runtime, frozenset({
+            "params", "finished_at", "was_successful", "was_canceled", "error_message", "rows_returned",
+            "was_fast_path", "cluster_id", "cluster_name", "application_name", "database_name",
+            "search_path", "transaction_isolation", "transaction_id", "execution_timestamp",
+            "execution_strategy", "result_size"}), runtime=True, restricted=True),
+    BuiltinTable(MZ_INTERNAL, "mz_statement_lifecycle_history_raw", "s207", 16507, _t(
+        ("statement_id", UUID), ("event_type", TEXT), ("occurred_at", TIMESTAMPTZ)),
+        _runtime, runtime=True, restricted=True),
+    BuiltinTable(MZ_INTERNAL, "mz_sessions", "s208", 16508, _t(
+        ("id", UUID), ("connection_id", INT4), ("role_id", TEXT), ("client_ip", TEXT),
+        ("connected_at", TIMESTAMPTZ)), _runtime, frozenset({"client_ip"}), runtime=True),
+)
+
+
+@dataclass(frozen=True)
+class BuiltinView:
+    """A builtin view: its shape and its query (PostgreSQL SQL, names fully qualified).
+    `mz_statement_log_access()` is 'all' for superusers, 'redacted' for members of
+    mz_monitor and 'own' for everyone else (weir.sql.render substitutes it per session)."""
+
+    schema: str
+    name: str
+    id: str
+    oid: int
+    columns: tuple[tuple[str, PgType], ...]
+    query: str
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+    def column_defs(self) -> list[ColumnDef]:
+        return [ColumnDef(n, ty, True) for n, ty in self.columns]
+
+
+_SEES_ALL = "mz_statement_log_access() = 'all'"
+_SEES_ROW = "(mz_statement_log_access() <> 'own' OR s.\"user\" = current_user)"
+_SEES_TEXT = f"({_SEES_ALL} OR s.\"user\" = current_user)"
+_RAW = "mz_internal.mz_{}_raw"
+_EXEC_COLS = ("id", "prepared_statement_id", "sample_rate", "params", "began_at", "finished_at",
+              "was_successful", "was_canceled", "was_aborted", "error_message", "rows_returned",
+              "was_fast_path", "cluster_id", "cluster_name", "application_name", "database_name",
+              "search_path", "transaction_isolation", "transaction_id", "execution_timestamp",
+              "finished_status", "execution_strategy", "result_size")
+
+
+def _raw_columns(name: str) -> tuple[tuple[str, PgType], ...]:
+    return _BY_NAME_EARLY[(MZ_INTERNAL, name + "_raw")].columns
+
+
+def _exec_select(prefix: str = "e") -> str:
+    return ", ".join(f"CASE WHEN {_SEES_TEXT} THEN {prefix}.params END AS params" if c == "params"
+                     else f"{prefix}.{c}" for c in _EXEC_COLS)
+
+
+_BY_NAME_EARLY = {(b.schema, b.name): b for b in BUILTINS}
+
+BUILTIN_VIEWS: tuple[BuiltinView, ...] = (
+    BuiltinView(MZ_INTERNAL, "mz_session_history", "s300", 16600, _raw_columns("mz_session_history"),
+                f"SELECT s.id, s.application_name, s.\"user\", s.connected_at "
+                f"FROM {_RAW.format('session_history')} s WHERE {_SEES_ROW}"),
+    BuiltinView(MZ_INTERNAL, "mz_prepared_statement_history", "s301", 16601,
+                _raw_columns("mz_prepared_statement_history"),
+                f"SELECT p.id, p.session_id, p.name, CASE WHEN {_SEES_TEXT} THEN p.sql ELSE p.redacted_sql END "
+                f"AS sql, p.redacted_sql, p.sql_hash, p.statement_type, p.prepared_at, p.throttled_count "
+                f"FROM {_RAW.format('prepared_statement_history')} p "
+                f"JOIN {_RAW.format('session_history')} s ON p.session_id = s.id WHERE {_SEES_ROW}"),
+    BuiltinView(MZ_INTERNAL, "mz_statement_execution_history", "s302", 16602,
+                _raw_columns("mz_statement_execution_history"),
+                f"SELECT {_exec_select()} FROM {_RAW.format('statement_execution_history')} e "
+                f"JOIN {_RAW.format('prepared_statement_history')} p ON e.prepared_statement_id = p.id "
+                f"JOIN {_RAW.format('session_history')} s ON p.session_id = s.id WHERE {_SEES_ROW}"),
+    BuiltinView(MZ_INTERNAL, "mz_statement_lifecycle_history", "s303", 16603,
+                _raw_columns("mz_statement_lifecycle_history"),
+                f"SELECT l.statement_id, l.event_type, l.occurred_at "
+                f"FROM {_RAW.format('statement_lifecycle_history')} l "
+                f"JOIN {_RAW.format('statement_execution_history')} e ON l.statement_id = e.id "
+                f"JOIN {_RAW.format('prepared_statement_history')} p ON e.prepared_statement_id = p.id "
+                f"JOIN {_RAW.format('session_history')} s ON p.session_id = s.id WHERE {_SEES_ROW}"),
+    BuiltinView(MZ_INTERNAL, "mz_recent_activity_log", "s304", 16604, (
+        ("execution_id", UUID), *[(c, t) for c, t in _raw_columns("mz_statement_execution_history")
+                                  if c != "id"],
+        ("duration", INTERVAL), ("session_id", UUID), ("prepared_statement_name", TEXT),
+        ("sql", TEXT), ("redacted_sql", TEXT), ("sql_hash", BYTEA), ("statement_type", TEXT),
+        ("prepared_at", TIMESTAMPTZ), ("throttled_count", INT8), ("session_connected_at", TIMESTAMPTZ),
+        ("authenticated_user", TEXT)),
+                f"SELECT e.id AS execution_id, {_exec_select().split(', ', 1)[1]}, "
+                f"e.finished_at - e.began_at AS duration, p.session_id, p.name AS prepared_statement_name, "
+                f"CASE WHEN {_SEES_TEXT} THEN p.sql ELSE p.redacted_sql END AS sql, p.redacted_sql, p.sql_hash, "
+                f"p.statement_type, p.prepared_at, p.throttled_count, s.connected_at AS session_connected_at, "
+                f"s.\"user\" AS authenticated_user "
+                f"FROM {_RAW.format('statement_execution_history')} e "
+                f"JOIN {_RAW.format('prepared_statement_history')} p ON e.prepared_statement_id = p.id "
+                f"JOIN {_RAW.format('session_history')} s ON p.session_id = s.id "
+                f"WHERE {_SEES_ROW} AND e.began_at > now() - INTERVAL '1 day'"),
 )
 
 BUILTIN_TABLES = BUILTINS  # the name the adapter uses

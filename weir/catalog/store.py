@@ -17,7 +17,7 @@ from sqlalchemy import delete, insert, select, update
 
 from weir.catalog import tables as t
 from weir.catalog.base import SYSTEM_OID_START
-from weir.catalog.builtins import BUILTINS
+from weir.catalog.builtins import BUILTIN_VIEWS, BUILTINS
 from weir.catalog.clusters import ClustersMixin
 from weir.catalog.model import (
     MATERIALIZE_ROLE_ID,
@@ -28,6 +28,7 @@ from weir.catalog.model import (
     PUBLIC_ROLE_ID,
     SYSTEM_SCHEMAS,
     TABLE,
+    VIEW,
     RoleMembership,
     Snapshot,
 )
@@ -106,6 +107,21 @@ class Catalog(ClustersMixin):
                         name=b.name, schema_id=schema.id, oid=b.oid,
                         columns=dumps([col.to_json() for col in cols])))
                     changes.append(f"changed {b.full_name}")
+            for v in BUILTIN_VIEWS:
+                schema = self.get_schema(None, v.schema)
+                cols = v.column_defs()
+                definition = {"builtin": True, "query": v.query}
+                cur = existing.pop(v.id, None)
+                if cur is None:
+                    self.create_item(VIEW, schema.id, v.name, cols, "", definition, MZ_SYSTEM_ROLE_ID,
+                                     item_id=v.id, oid=v.oid)
+                    changes.append(f"created {v.full_name}")
+                elif (cur.name, cur.schema_id, cur.oid, list(cur.columns), cur.definition) != (
+                        v.name, schema.id, v.oid, cols, definition):
+                    c.execute(update(t.items).where(t.items.c.id == v.id).values(
+                        name=v.name, schema_id=schema.id, oid=v.oid, kind=VIEW,
+                        columns=dumps([col.to_json() for col in cols]), definition=dumps(definition)))
+                    changes.append(f"changed {v.full_name}")
             for gone in existing.values():
                 self._drop_items(c, [gone.id])
                 changes.append(f"removed {gone.full_name}")

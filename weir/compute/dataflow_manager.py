@@ -197,6 +197,15 @@ class DataflowManager:
             raise NotFastPath(f"index {body.get('index')} is not installed on this replica")
         return df.peek(body, wait)
 
+    def index_contents(self, index_id: str, ts: int, wait: float) -> Any:
+        """An index's contents at `ts` as Arrow, for a Spark peek that reads it (blocking)."""
+        from weir.compute.arrangement import NotFastPath
+
+        df = self.dataflows.get(index_id)
+        if not isinstance(df, IndexDataflow) or not df.prepared:
+            raise NotFastPath(f"index {index_id} is not installed on this replica")
+        return df.contents_at(ts, wait)
+
     def status(self) -> dict[str, dict[str, Any]]:
         """Per dataflow: the output upper this replica knows, strategy and counters."""
         return {d: {"write_frontier": df.upper, "strategy": df.effective_strategy, **df.stats}

@@ -13,7 +13,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -108,6 +108,8 @@ class SparkEngine:
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.sc = self.spark.sparkContext
+        # an index's contents at a time (set by the replica): views read through their indexes
+        self.index_source: Callable[[str, int], pa.Table] | None = None
         self.ui_url: str | None = self.sc.uiWebUrl  # asked once: heartbeats must not need the JVM
         self.version = str(self.spark.version)
         self.sc.setLogLevel(str((config or {}).get("log_level", "WARN")))
@@ -153,6 +155,15 @@ class SparkEngine:
         except (KeyError, TypeError) as e:
             raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed peek input: {e}") from None
         as_of = spec.get("as_of", timestamp)
+        if spec.get("index") is not None:  # an index's arrangement, instead of recomputing a view
+            if self.index_source is None or as_of is None:
+                raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, "no arrangements here",
+                                detail="not-fast-path")
+            table = self.index_source(str(spec["index"]), int(as_of))
+            df = session.createDataFrame(table.rename_columns([n for n, _, _ in columns]))
+            df.selectExpr(*[f"CAST({_quote(n)} AS {t.spark_ddl}) AS {_quote(n)}" for n, t, _ in columns]) \
+                .createOrReplaceTempView(name)
+            return
         ddl = ", ".join([f"{_quote(n)} {stored_ddl(t)}" for n, t, _ in columns]
                         + ["mz_timestamp BIGINT", "mz_diff BIGINT"])
         schema = StructType.fromDDL(ddl)

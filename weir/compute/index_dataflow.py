@@ -69,6 +69,16 @@ class IndexDataflow(Dataflow):
                               f"(upper {arr.upper})")
         return fast.run(arr.rows_at(ts, fast.keys(arr)))
 
+    def contents_at(self, ts: int, wait: float) -> pa.Table:
+        """Every row at `ts` (repeated by multiplicity): the index as a peek's input."""
+        arr = self.arrangement
+        if not arr.wait_for(ts, wait):
+            raise NotFastPath(f"index {self.spec.dataflow_id} has not caught up to {ts}")
+        rows = arr.rows_at(ts, None)
+        return pa.Table.from_arrays(
+            [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(arr.schema)],
+            schema=arr.schema)
+
     # -- maintenance (the dataflow's thread) ----------------------------------------------
 
     def _step(self) -> bool:

@@ -70,6 +70,7 @@ class Replica:
         self.started = time.monotonic()
         self.pool = ThreadPoolExecutor(max_workers=peek_threads, thread_name_prefix="peek")
         self.fast_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fast-path")
+        engine.index_source = lambda index_id, ts: self.dataflows.index_contents(index_id, ts, FAST_PATH_WAIT)
         self.cancel_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cancel")
         self.conn: _Connection | None = None
         self.heartbeat = 0

@@ -11,6 +11,23 @@ PGWIRE_EVENTS = Counter("weir_pgwire_events_total",
                         "cancel requests, messages received, bytes sent", ["event"])
 SESSIONS = Gauge("weir_sessions", "Open client sessions")
 STORAGE_COMMITS = Gauge("weir_storage_group_commits", "Group commits since the server started")
+READS = Counter("weir_reads_total", "SELECTs by how they ran: constant (coordinator), fast-path "
+                "(an index's arrangement, no Spark job) or standard (a Spark job)", ["strategy"])
+READS_THROUGH_INDEXES = Counter("weir_reads_through_indexes_total",
+                                "Spark peeks that read views from their indexes' arrangements")
+STATEMENT_LOG_RECORDS = Counter(
+    "weir_statement_logging_records", "Statement executions seen by the statement log, by whether "
+    "the sampling draw selected them", ["sampled"])
+STATEMENT_LOG_UNSAMPLED_BYTES = Counter(
+    "weir_statement_logging_unsampled_bytes", "Bytes the statement log would write if it logged "
+    "every execution (estimate)")
+STATEMENT_LOG_ACTUAL_BYTES = Counter(
+    "weir_statement_logging_actual_bytes", "Bytes of the executions sampled and not throttled "
+    "(written, or in dry_run mode: that would have been written)")
+STATEMENT_LOG_THROTTLED = Counter(
+    "weir_statement_logging_throttled", "Sampled executions dropped by statement_logging_target_data_rate")
+STATEMENT_LOG_DROPPED = Counter(
+    "weir_statement_logging_dropped", "Statement log records dropped because the buffer was full")
 REPLICAS_ONLINE = Gauge("weir_replicas_online", "Replica processes connected and heartbeating")
 
 

@@ -47,6 +47,16 @@ class RowStream:
     pending: list[tuple[Any, ...]] = field(default_factory=list)
     pos: int = 0
     exhausted: bool = False
+    result: Any = None  # the Rows result: its sent_bytes are counted as rows go out
+
+    @property
+    def sent_bytes(self) -> int:
+        return self.result.sent_bytes if self.result is not None else 0
+
+    @sent_bytes.setter
+    def sent_bytes(self, n: int) -> None:
+        if self.result is not None:
+            self.result.sent_bytes = n
 
 
 @dataclass

@@ -268,7 +268,7 @@ class QueryHandler:
         if isinstance(result, Rows):
             cols = result.columns
             m.row_description(out, cols, [0] * len(cols))
-            stream = RowStream(result.batches, encoders_for(cols, [0] * len(cols)))
+            stream = RowStream(result.batches, encoders_for(cols, [0] * len(cols)), result=result)
             try:
                 _, count = await self.send_rows(stream, 0)
             finally:
@@ -321,11 +321,15 @@ class QueryHandler:
                 continue
             start = stream.pos
             end = len(pending) if not limit else min(len(pending), start + limit - sent)
+            mark = len(out)
             for i in range(start, end):
                 data_row(out, pending[i], encoders)
                 if len(out) >= FLUSH_THRESHOLD:
                     stream.pos = i + 1
+                    stream.sent_bytes += len(out) - mark
                     await conn.flush_and_drain()
+                    mark = len(out)
+            stream.sent_bytes += len(out) - mark
             sent += end - start
             stream.pos = end
 
@@ -344,10 +348,14 @@ class QueryHandler:
                     batch = await anext(batches)
                 except StopAsyncIteration:
                     break
+                mark = len(out)
                 for row in batch:
                     m.copy_data(out, codec.copy_text_row(row, types))
                     if len(out) >= FLUSH_THRESHOLD:
+                        result.sent_bytes += len(out) - mark
                         await conn.flush_and_drain()
+                        mark = len(out)
+                result.sent_bytes += len(out) - mark
                 count += len(batch)
         finally:
             await close_iter(batches)
@@ -374,7 +382,7 @@ class QueryHandler:
             if not sql.strip().strip(";").strip():
                 stmt = PreparedStatement(sql, [], None, plan=_EMPTY_PLAN)
             else:
-                stmt = await self.session.prepare(sql, oids)
+                stmt = await self.session.prepare(sql, oids, name)
             self.send_notices()
 
         if not await self.step(prepare):
@@ -503,7 +511,8 @@ class QueryHandler:
                 if isinstance(portal.result, Rows):
                     cols = portal.result.columns
                     fmts = resolve_formats(portal.format_codes, len(cols))
-                    portal.rows = RowStream(portal.result.batches, encoders_for(cols, fmts))
+                    portal.rows = RowStream(portal.result.batches, encoders_for(cols, fmts),
+                                            result=portal.result)
             result = portal.result
             if isinstance(result, Rows):
                 assert portal.rows is not None

@@ -30,6 +30,8 @@ class SessionContext:
     timestamp: int | None = None  # the read/write timestamp chosen for mz_now()
     statement_time: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     setting: Callable[[str], str] | None = None
+    # what the statement-history views show: 'all' (superuser), 'redacted' (mz_monitor), 'own'
+    statement_log_access: str = "own"
 
 
 def output_name(e: exp.Expression) -> str:
@@ -112,7 +114,8 @@ def substitute_session_functions(expr: exp.Expression, ctx: SessionContext) -> e
             return exp.Literal.string(ctx.database)
         if isinstance(node, exp.CurrentSchema):
             return exp.Literal.string(ctx.search_path[0] if ctx.search_path else "")
-        if isinstance(node, exp.Column) and not node.table and node.name.lower() in ("current_role", "user"):
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in ("current_role", "user") \
+                and not (isinstance(node.this, exp.Identifier) and node.this.quoted):
             return exp.Literal.string(ctx.user)
         if isinstance(node, (exp.CurrentTimestamp,)):
             return literal(ctx.statement_time, T.TIMESTAMPTZ)
@@ -124,6 +127,8 @@ def substitute_session_functions(expr: exp.Expression, ctx: SessionContext) -> e
                 return literal(ctx.timestamp, T.MZ_TIMESTAMP)
             if fname == "now":
                 return literal(ctx.statement_time, T.TIMESTAMPTZ)
+            if fname == "mz_statement_log_access":
+                return exp.Literal.string(ctx.statement_log_access)
             if fname == "pg_backend_pid":
                 return literal(ctx.connection_id, T.INT4)
             if fname == "current_setting" and ctx.setting is not None and node.expressions:

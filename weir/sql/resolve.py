@@ -32,6 +32,7 @@ class RelationDesc:
     shard_id: str | None = None
     view_sql: str | None = None  # a view's definition, names fully qualified
     oid: int = 0
+    restricted: bool = False  # superusers only, except through the views built on it
 
     @property
     def spark_name(self) -> str:
@@ -91,6 +92,9 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, _depth: int = 0) -> Res
     out = Resolved(expr)
     for table, parts in _named_tables(expr):
         desc = resolver.lookup(parts)
+        if desc.restricted and _depth == 0 and not getattr(resolver, "may_read_restricted", True):
+            raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE, f"permission denied for {desc.kind} {desc.name}",
+                            hint=f"Read {desc.name.removesuffix('_raw')} instead.")
         if desc.kind == "index":
             raise WeirError(SqlState.WRONG_OBJECT_TYPE,
                             f"catalog item '{desc.name}' is an index and so cannot be depended upon")
