@@ -78,6 +78,8 @@ def test_scripted_session_is_logged(srv: WeirServer) -> None:
         with pytest.raises(psycopg.errors.QueryCanceled):
             c.execute(f"SELECT count(*) AS {tag}_cancel FROM range(200000000) a CROSS JOIN range(1000) b")
         c.execute("SET statement_timeout = 0")
+        c.execute(f"PREPARE {tag}_p (int) AS SELECT v FROM {tag}_t WHERE id = $1")
+        assert c.execute(f"EXECUTE {tag}_p (2)").fetchall() == [("b",)]
         c.execute("BEGIN")
         c.execute(f"DECLARE {tag}_cur CURSOR FOR SELECT id FROM {tag}_t ORDER BY id")
         assert c.execute(f"FETCH 1 {tag}_cur").fetchall() == [(1,)]
@@ -106,6 +108,9 @@ def test_scripted_session_is_logged(srv: WeirServer) -> None:
         param = _one(c, f"p.sql LIKE '%{tag}_param%'")
         assert param["params"] == ["2", "zz"] and param["rows"] == 1 and param["status"] == "success"
         assert "$1" in param["sql"] and param["name"] != ""  # psycopg prepared it under a name
+
+        executed = _one(c, f"p.name = '{tag}_p'")  # EXECUTE runs the statement PREPARE named
+        assert executed["params"] == ["2"] and executed["rows"] == 1 and executed["sql"].startswith("SELECT v")
 
         cancel = _one(c, f"p.sql LIKE '%{tag}_cancel%'")
         assert cancel["status"] == "canceled" and cancel["canceled"] is True and cancel["ok"] is False

@@ -93,4 +93,7 @@ async def prepare(session: Session, stmt: st.Statement, param_oids: list[int]) -
     elif isinstance(stmt, st.ShowObjects):
         q = show_query(session, stmt)
         columns = await query.describe(session, q, [])
+    elif isinstance(stmt, st.ExecutePrepared):
+        inner = session.sql_prepared.get(stmt.name)
+        columns = inner.columns if inner is not None else None
     return api.PreparedStatement(stmt.sql, types, columns, plan=stmt)

@@ -71,7 +71,13 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
         return api.Command("RESET")
     if isinstance(stmt, st.AlterSystem):
         return _alter_system(session, stmt)
+    if isinstance(stmt, st.Prepare):
+        return await _prepare(session, stmt)
     if isinstance(stmt, st.Deallocate):
+        if stmt.name is None:
+            session.sql_prepared.clear()
+        else:
+            session.sql_prepared.pop(stmt.name, None)
         # Protocol-level prepared statements belong to pgwire and end with the connection;
         # drivers (psycopg) deallocate the ones they evict from their caches.
         return api.Command("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
@@ -145,3 +151,44 @@ async def _transaction(session: Session, stmt: st.Transaction) -> api.Command:
         raise
     return api.Command("COMMIT")
 
+
+
+async def _prepare(session: Session, stmt: st.Prepare) -> api.Command:
+    """PREPARE name [(types)] AS statement: a named prepared statement of the session."""
+    if stmt.name in session.sql_prepared:
+        raise WeirError(SqlState.DUPLICATE_PREPARED_STATEMENT, f'prepared statement "{stmt.name}" already exists')
+    oids = [T.parse_type(t).oid for t in stmt.param_types]
+    session.sql_prepared[stmt.name] = await session.prepare(stmt.body, oids, stmt.name)
+    return api.Command("PREPARE")
+
+
+def execute_args(session: Session, stmt: st.ExecutePrepared) -> tuple[api.PreparedStatement, list[Any]]:
+    """EXECUTE name (args): the prepared statement and its arguments, as bound parameters."""
+    from sqlglot import exp
+
+    from weir import codec
+    from weir.sql import constant
+
+    prepared = session.sql_prepared.get(stmt.name)
+    if prepared is None:
+        raise WeirError(SqlState.INVALID_SQL_STATEMENT_NAME, f'prepared statement "{stmt.name}" does not exist')
+    types = prepared.param_types
+    if len(stmt.args) != len(types):
+        raise WeirError(SqlState.SYNTAX_ERROR,
+                        f"wrong number of parameters for prepared statement \"{stmt.name}\"",
+                        detail=f"Expected {len(types)} parameters but got {len(stmt.args)}.")
+    if not types:
+        return prepared, []
+    try:
+        _, _, rows = constant.evaluate(exp.select(*[a.copy() for a in stmt.args]), session.context(None))
+    except constant.NotConstant:
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "EXECUTE arguments must be constant expressions") from None
+    values: list[Any] = []
+    for v, t in zip(rows[0], types, strict=True):
+        if v is None:
+            values.append(None)
+        elif isinstance(v, bool):
+            values.append(codec.decode_text("true" if v else "false", t))
+        else:
+            values.append(codec.decode_text(str(v), t))
+    return prepared, values

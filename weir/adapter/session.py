@@ -61,6 +61,7 @@ class Session(api.Session):
         self.execution: Any = None  # the sampled execution running now, if any
         self.closing = False
         self.cursors: dict[str, Any] = {}
+        self.sql_prepared: dict[str, api.PreparedStatement] = {}  # PREPARE name AS ...
         self.vars["database"] = database
         for key, value in startup.items():
             if key in ("user", "database", "replication"):
@@ -192,6 +193,11 @@ class Session(api.Session):
     async def execute(self, stmt: api.PreparedStatement, params: list[Any], *,
                       extended: bool = False) -> api.ExecuteResult:
         """Execute, recording the execution in the statement log when it is sampled."""
+        if isinstance(stmt.plan, st.ExecutePrepared):  # logged as an execution of the PREPAREd one
+            from weir.adapter.execute import execute_args
+
+            inner, values = execute_args(self, stmt.plan)
+            return await self.execute(inner, values, extended=extended)
         info = stmt.logging
         if info is None:
             return await self._execute(stmt, params)

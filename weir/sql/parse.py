@@ -56,8 +56,11 @@ def pad_params(sql: str) -> str:
         elif ch == "$":
             m = re.match(r"\$(\d+)", sql[i:])
             if m and not (i > 0 and (sql[i - 1].isalnum() or sql[i - 1] == "_")):
-                out.append(f" {m.group(0)} ")
-                i += len(m.group(0))
+                end = i + len(m.group(0))
+                before = "" if i == 0 or sql[i - 1].isspace() else " "
+                after = "" if end >= n or sql[end].isspace() else " "
+                out.append(f"{before}{m.group(0)}{after}")  # idempotent: padded text stays as is
+                i = end
                 continue
             tag = _DOLLAR_TAG.match(sql, i)
             if tag:
@@ -436,6 +439,22 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         from weir.sql.parse_subscribe import parse_close
 
         return parse_close(text)
+    if head == "PREPARE":
+        m = re.match(r"^PREPARE\s+(\w+|\"[^\"]+\")\s*(?:\(([^)]*)\))?\s+AS\s+(.+?);?\s*$", text.strip(),
+                     re.I | re.DOTALL)
+        if not m:
+            raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in PREPARE: PREPARE name [(type, ...)] AS statement")
+        types = [t.strip() for t in _split_commas(m.group(2))] if m.group(2) else []
+        return st.Prepare(text, _ident(m.group(1)), types, m.group(3))
+    if head == "EXECUTE":
+        m = re.match(r"^EXECUTE\s+(\w+|\"[^\"]+\")\s*(?:\((.*)\))?\s*;?\s*$", text.strip(), re.I | re.DOTALL)
+        if not m:
+            raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in EXECUTE: EXECUTE name [(arg, ...)]")
+        try:
+            args = [sqlglot.parse_one(a, read="postgres") for a in _split_commas(m.group(2) or "") if a.strip()]
+        except (ParseError, TokenError) as e:
+            raise WeirError(SqlState.SYNTAX_ERROR, _parse_error_message(e, text)) from None
+        return st.ExecutePrepared(text, _ident(m.group(1)), args)
     if head == "DEALLOCATE":
         rest = [w for w in words[1:] if w.upper() != "PREPARE"]
         if len(rest) != 1:

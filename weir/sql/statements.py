@@ -394,3 +394,28 @@ class CreateIndex(Statement):
     @property
     def kind(self) -> str:
         return "create_index"
+
+
+@dataclass
+class Prepare(Statement):
+    """PREPARE name [(type, ...)] AS statement."""
+
+    name: str = ""
+    param_types: list[str] = field(default_factory=list)
+    body: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "prepare"
+
+
+@dataclass
+class ExecutePrepared(Statement):
+    """EXECUTE name [(arg, ...)]."""
+
+    name: str = ""
+    args: list[exp.Expression] = field(repr=False, default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "execute"
