@@ -77,16 +77,28 @@ class Execution:
 
 
 _I = {name: i for i, (name, _) in enumerate(EXECUTIONS.columns)} if EXECUTIONS else {}
+_FIXED_SIZE_TYPES = frozenset({type(None), bool, int, float, datetime})
+# An execution's id before the draw: the size estimate is made for every execution (the
+# unsampled-bytes metric), the uuid only for sampled ones; a uuid's text is always 36 chars.
+_ID_STANDIN = "00000000-0000-0000-0000-000000000000"
+_SAMPLED = metrics.STATEMENT_LOG_RECORDS.labels(sampled="true")
+_UNSAMPLED = metrics.STATEMENT_LOG_RECORDS.labels(sampled="false")
 
 
 def _bytes(row: Row | list[Any]) -> int:
-    """A cheap size estimate of a row as the log stores it."""
+    """A cheap size estimate of a row as the log stores it: 8 per fixed-size value, 4 more
+    than the length of text, and of each array element's text."""
     n = 0
     for v in row:
-        if isinstance(v, (str, bytes)):
+        t = type(v)
+        if t is str:
+            n += len(v) + 4
+        elif t in _FIXED_SIZE_TYPES:
+            n += 8
+        elif isinstance(v, (str, bytes)):
             n += len(v) + 4
         elif isinstance(v, (list, tuple)):
-            n += sum(len(str(x)) + 4 for x in v) + 4
+            n += sum([len(str(x)) for x in v]) + 4 * len(v) + 4
         else:
             n += 8
     return n
@@ -107,19 +119,35 @@ class StatementLog:
         self._task: asyncio.Task[None] | None = None
         self._max_age_ms: int | None = None
         self._last_retention = 0.0
+        self._parsed: dict[tuple[str, str], Any] = {}  # (variable, text) -> parsed value
+        self._rates: dict[tuple[str, str], float] = {}  # (session rate, system max) text -> effective
 
     # -- settings ------------------------------------------------------------------------
 
     def _system(self, name: str) -> Any:
-        return lookup_var(name).parse(self.coord.system_var(name))
+        text = self.coord.system_var(name)
+        try:
+            return self._parsed[(name, text)]
+        except KeyError:
+            if len(self._parsed) > 1024:
+                self._parsed.clear()
+            value = self._parsed[(name, text)] = lookup_var(name).parse(text)
+            return value
 
     def mode(self) -> str:
         return str(self.coord.system_var("statement_logging_mode"))
 
     def effective_rate(self, session: Session) -> float:
-        rate = float(lookup_var("statement_history_sample_rate").parse(
-            session.get_var("statement_history_sample_rate")))
-        return max(0.0, min(rate, float(self._system("statement_history_max_sample_rate"))))
+        key = (session.get_var("statement_history_sample_rate"),
+               self.coord.system_var("statement_history_max_sample_rate"))
+        effective = self._rates.get(key)
+        if effective is None:
+            rate = float(lookup_var("statement_history_sample_rate").parse(key[0]))
+            effective = max(0.0, min(rate, float(lookup_var("statement_history_max_sample_rate").parse(key[1]))))
+            if len(self._rates) > 1024:
+                self._rates.clear()
+            self._rates[key] = effective
+        return effective
 
     def rng_for_session(self) -> random.Random:
         seed = self.coord.system_var("statement_log_random_seed")
@@ -164,12 +192,11 @@ class StatementLog:
             return None
         rate = self.effective_rate(session)
         sampled = session.log_rng.random() < rate
-        metrics.STATEMENT_LOG_RECORDS.labels(sampled="true" if sampled else "false").inc()
-        now = _now()
-        exec_id = str(uuid.uuid4())
+        (_SAMPLED if sampled else _UNSAMPLED).inc()
         cluster = session.get_var("cluster")
+        # id and began_at are filled in once sampled (same size estimate: 36 chars, 8 bytes)
         row: list[Any] = [
-            exec_id, info.id, rate, params, now, None, None, None, False, None, None, None,
+            _ID_STANDIN, info.id, rate, params, None, None, None, None, False, None, None, None,
             self.coord.cluster_id_by_name(cluster), cluster, session.get_var("application_name"),
             session.database, session.search_path, session.get_var("transaction_isolation"),
             session.transaction_id, None, "running", None, None]
@@ -186,6 +213,10 @@ class StatementLog:
             return None  # dry_run: counted, not written
         if not self._fits(size):
             return None
+        exec_id = str(uuid.uuid4())
+        now = _now()
+        row[_I["id"]] = exec_id
+        row[_I["began_at"]] = now
         if info.id is None:
             info.id = str(uuid.uuid4())
             row[_I["prepared_statement_id"]] = info.id
