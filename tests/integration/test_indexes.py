@@ -214,3 +214,20 @@ def test_drop_index_leaves_the_slow_path(indexed: WeirServer) -> None:
         c.execute("CREATE INDEX ix_drop_a ON ix_drop (a)")
         c.execute("DROP TABLE ix_drop")  # takes its index along, no CASCADE
         assert c.execute("SELECT count(*) FROM mz_indexes WHERE name = 'ix_drop_a'").fetchone()[0] == 0
+
+
+def test_index_frontiers(indexed: WeirServer) -> None:
+    with indexed.connect() as c:
+        idx = c.execute("SELECT id FROM mz_indexes WHERE name = 'ix_items_id'").fetchone()[0]
+        deadline = time.time() + 30
+        rows: list[tuple] = []
+        while time.time() < deadline:
+            rows = c.execute("SELECT read_frontier, write_frontier FROM mz_internal.mz_frontiers "
+                             "WHERE object_id = %s", (idx,)).fetchall()
+            replicas = c.execute("SELECT replica_id, write_frontier FROM mz_cluster_replica_frontiers "
+                                 "WHERE object_id = %s", (idx,)).fetchall()
+            if rows and replicas:
+                break
+            time.sleep(0.5)
+        assert len(rows) == 1 and int(rows[0][0]) < int(rows[0][1]), rows
+        assert replicas and replicas[0][0] == "u1" and int(replicas[0][1]) >= int(rows[0][1]) - 5000

@@ -286,6 +286,10 @@ def test_data_files_prunes_on_time(store: ShardStore) -> None:
     shard.compare_and_append(rows((0, "x", 50, -1)), 50, 60, 0)
     assert not shard.data_files(49).may_have_retractions
     assert shard.data_files(50).may_have_retractions
+    # a multiplicity above one must be expanded by the reader, like a retraction
+    later = store.create_shard("u2", SIMPLE)
+    later.compare_and_append(rows((1, "dup", 5, 2)), 0, 10, 0)
+    assert later.data_files(9).may_have_retractions
     ups = shard.read_updates(10, 30)
     assert sorted(ups["mz_timestamp"].to_pylist()) == [10, 15, 20, 25]
     assert contents(shard, 50) == Counter({(t, v): 1 for t in range(5) for v in "xy"}) - Counter({(0, "x"): 1})

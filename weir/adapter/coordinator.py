@@ -65,9 +65,10 @@ class Coordinator(api.Coordinator):
         self.source_runners: dict[str, Any] = {}
         self.dataflow_holds: dict[str, Any] = {}
         self.index_cache: dict[str, Any] = {}  # indexes by (on, cluster), per catalog generation
+        self.lookup_cache: dict[Any, Any] = {}  # name -> relation, per catalog generation
         self._background: set[asyncio.Task[None]] = set()
         self.describe_cache: dict[Any, Any] = {}
-        self._cluster_ids: tuple[int, dict[str, str | None]] = (-1, {})
+        self._cluster_ids: tuple[int, dict[str, Any]] = (-1, {})
         from weir.adapter.statement_log import StatementLog
 
         self.statement_log = StatementLog(self)
@@ -235,7 +236,8 @@ class Coordinator(api.Coordinator):
 
     # ---- names -----------------------------------------------------------------------
     def resolver(self, session: Session) -> CatalogResolver:
-        return CatalogResolver(self.catalog, session.database, session.search_path, session.role.superuser)
+        return CatalogResolver(self.catalog, session.database, session.search_path, session.role.superuser,
+                               self.lookup_cache)
 
     def lookup_database(self, name: str) -> Any:
         db = self.catalog.find_database(name)
@@ -253,20 +255,23 @@ class Coordinator(api.Coordinator):
             raise WeirError(SqlState.INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
         return schema
 
-    def cluster_id_by_name(self, name: str) -> str | None:
-        """A cluster's id by name (None if there is none), cached per catalog generation."""
-        gen, ids = self._cluster_ids
+    def _find_cluster(self, name: str) -> Any:
+        """A cluster by name (None if there is none), cached per catalog generation."""
+        gen, clusters = self._cluster_ids
         if gen != self.catalog.generation:
-            ids = {}
-            self._cluster_ids = (self.catalog.generation, ids)
-        if name not in ids:
-            cluster = self.catalog.find_cluster(name)
-            ids[name] = cluster.id if cluster is not None else None
-        return ids[name]
+            clusters = {}
+            self._cluster_ids = (self.catalog.generation, clusters)
+        if name not in clusters:
+            clusters[name] = self.catalog.find_cluster(name)
+        return clusters[name]
+
+    def cluster_id_by_name(self, name: str) -> str | None:
+        cluster = self._find_cluster(name)
+        return cluster.id if cluster is not None else None
 
     def current_cluster(self, session: Session) -> Any:
         name = session.get_var("cluster")
-        cluster = self.catalog.find_cluster(name)
+        cluster = self._find_cluster(name)
         if cluster is None:
             raise WeirError(SqlState.UNDEFINED_OBJECT, f"unknown cluster '{name}'")
         return cluster

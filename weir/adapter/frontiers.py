@@ -78,6 +78,10 @@ async def watch(coord: Coordinator) -> None:
         for dataflow_id, per_replica in coord.compute.write_frontiers().items():
             for replica_id, upper in per_replica.items():
                 r_new[(dataflow_id, replica_id)] = (dataflow_id, replica_id, upper)
+            hold = coord.dataflow_holds.get(dataflow_id)
+            if dataflow_id not in coord.storage.collections and per_replica and hold is not None:
+                # an index: readable from where its inputs are held, written up to its furthest replica
+                f_new[(dataflow_id,)] = (dataflow_id, hold.ts, max(per_replica.values()))
         updates = {}
         f_changes, r_changes = _diff(f_old, f_new), _diff(r_old, r_new)
         if f_changes:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from weir.catalog.builtins import BUILTINS
 from weir.catalog.model import SYSTEM_SCHEMAS, Item
 from weir.errors import SqlState, WeirError
@@ -25,11 +27,24 @@ _RESTRICTED = frozenset(b.id for b in BUILTINS if b.restricted)
 
 class CatalogResolver:
     def __init__(self, catalog: object, database: str, search_path: list[str],
-                 may_read_restricted: bool = True) -> None:
+                 may_read_restricted: bool = True, cache: dict[Any, RelationDesc] | None = None) -> None:
         self.catalog = catalog
         self.database = database
         self.search_path = search_path
         self.may_read_restricted = may_read_restricted
+        self._cache = cache  # shared; valid for one catalog generation
+
+    def lookup(self, parts: list[str]) -> RelationDesc:
+        if self._cache is None:
+            return self._lookup(parts)
+        key = (self.catalog.generation, self.database, tuple(self.search_path), tuple(parts))  # type: ignore[attr-defined]
+        desc = self._cache.get(key)
+        if desc is None:
+            desc = self._lookup(parts)
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[key] = desc
+        return desc
 
     def _schema(self, database: str | None, name: str):  # noqa: ANN202
         cat = self.catalog
@@ -42,7 +57,7 @@ class CatalogResolver:
             return None
         return cat.find_schema(db.id, name)  # type: ignore[attr-defined]
 
-    def lookup(self, parts: list[str]) -> RelationDesc:
+    def _lookup(self, parts: list[str]) -> RelationDesc:
         name = parts[-1]
         if len(parts) > 3:
             raise WeirError(SqlState.SYNTAX_ERROR, f"improper relation name (too many dotted names): {'.'.join(parts)}")

@@ -60,6 +60,7 @@ class Session(api.Session):
         self.transaction_id = 0
         self.execution: Any = None  # the sampled execution running now, if any
         self.closing = False
+        self._log_access: tuple[int, str] = (-1, "own")
         self.cursors: dict[str, Any] = {}
         self.sql_prepared: dict[str, api.PreparedStatement] = {}  # PREPARE name AS ...
         self.vars["database"] = database
@@ -141,9 +142,11 @@ class Session(api.Session):
         row with redacted text (mz_monitor), or its user's own statements."""
         if self.role.superuser:
             return "all"
-        if self.coord.catalog.is_member("mz_monitor", self.role.name):
-            return "redacted"
-        return "own"
+        gen = self.coord.catalog.generation
+        if self._log_access[0] != gen:
+            member = self.coord.catalog.is_member("mz_monitor", self.role.name)
+            self._log_access = (gen, "redacted" if member else "own")
+        return self._log_access[1]
 
     # ---- transactions --------------------------------------------------------------
     @property
@@ -244,7 +247,10 @@ class Session(api.Session):
             status = "canceled" if e.sqlstate == SqlState.QUERY_CANCELED else "error"
             error = e.message
             raise
-        except (asyncio.CancelledError, GeneratorExit):
+        except asyncio.CancelledError:
+            status = "canceled"
+            raise
+        except GeneratorExit:  # closed before the end: a portal closed early is a success
             status = "canceled" if self.closing or not isinstance(result, api.Rows) else "success"
             raise
         except BaseException as e:

@@ -321,8 +321,10 @@ class StatementLog:
         batch = self._take()
         if not batch:
             return 0
-        tables = {bid: _builtin_updates(by_id(bid), rows) for bid, rows in batch.items() if rows}
         try:
+            # building Arrow tables of a few thousand rows takes milliseconds: not on the loop
+            tables = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: {bid: _builtin_updates(by_id(bid), rows) for bid, rows in batch.items() if rows})
             await self.coord.storage.append(tables)
         except BaseException:
             for bid, rows in batch.items():  # keep them for the next attempt, bounded

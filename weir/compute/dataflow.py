@@ -389,7 +389,8 @@ class Dataflow:
     def _apply_linear(self, plans: list[io.Plan], lower: int, upper: int) -> pa.Table:
         session = self.engine.spark.newSession()
         for inp, p in zip(self._inputs, plans, strict=True):
-            io.updates_view(session, p.files, inp.columns, lower, upper).createOrReplaceTempView(inp.name)
+            # only the files that can hold updates in [lower, upper): work proportional to the changes
+            io.updates_view(session, p.changed, inp.columns, lower, upper).createOrReplaceTempView(inp.name)
         assert self._linear_sql is not None
         data = io.linear_updates(session.sql(self._linear_sql), self._schema).toArrow()
         return io.output_updates(data, self._out.columns)

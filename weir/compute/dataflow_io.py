@@ -45,6 +45,7 @@ class Plan:
     frontiers: Frontiers
     files: list[str] = field(default_factory=list)
     times: set[int] = field(default_factory=set)  # distinct update times in [lower, upper)
+    changed: list[str] = field(default_factory=list)  # the files that may hold times in [lower, upper)
 
 
 @dataclass
@@ -95,6 +96,7 @@ class Planner:
             plan.files.append(x.path)
             if lower is None or (x.hi is not None and x.hi < lower):
                 continue
+            plan.changed.append(x.path)
             if x.lo is not None and x.lo == x.hi:
                 if lower <= x.lo < upper:
                     plan.times.add(x.lo)

@@ -101,7 +101,7 @@ class Fenced(Exception):  # noqa: N818 - name fixed by the storage API
 @dataclass
 class ScanPlan:
     files: list[str]  # local paths (file:// stripped), readable by Spark's parquet reader
-    may_have_retractions: bool  # some listed file may hold mz_diff < 1
+    may_have_retractions: bool  # some listed file may hold mz_diff != 1 (must be consolidated)
     arrow_schema: pa.Schema  # storage schema of the files
     frontiers: Frontiers | None = None
     snapshot_id: int | None = None
@@ -424,8 +424,10 @@ class Shard:
             files.append(maintenance.local_path(df.file_path))
             rows += df.record_count
             lower = (df.lower_bounds or {}).get(self._diff_id)
-            if lower is None or from_bytes(LongType(), lower) < 1:
-                retractions = True
+            upper = (df.upper_bounds or {}).get(self._diff_id)
+            if lower is None or from_bytes(LongType(), lower) < 1 or upper is None \
+                    or from_bytes(LongType(), upper) > 1:
+                retractions = True  # or multiplicities: either way the reader must consolidate
         return ScanPlan(files, retractions, self.arrow_schema, f, snap.snapshot_id, rows)
 
     def _scan(self, table: Table, lower: int | None, upper: int) -> pa.Table:
