@@ -260,7 +260,7 @@ def test_dry_run_and_throttle_are_counted(srv: WeirServer) -> None:
             c.execute("SET statement_history_sample_rate = 1")
             for i in range(20):
                 c.execute(f"SELECT {i} AS {tag}")
-        assert srv.metric("weir_statement_logging_records_total", sampled="true") >= before + 20
+        assert srv.metric("weir_statement_logging_records_total", sampled="true") >= before + 15  # of 20 at 0.99
         assert srv.metric("weir_statement_logging_actual_bytes_total") > actual
         assert srv.metric("weir_statement_logging_unsampled_bytes_total") > 0
         time.sleep(FLUSH * 4)
@@ -272,9 +272,9 @@ def test_dry_run_and_throttle_are_counted(srv: WeirServer) -> None:
         throttled = srv.metric("weir_statement_logging_throttled_total")
         with srv.connect() as c:
             c.execute("SET statement_history_sample_rate = 1")
-            for i in range(5):
+            for i in range(20):
                 c.execute(f"SELECT {i} AS {tag}_t")
-        assert srv.metric("weir_statement_logging_throttled_total") >= throttled + 5
+        assert srv.metric("weir_statement_logging_throttled_total") >= throttled + 15  # of 20 at 0.99
         with srv.connect() as c:
             c.execute("ALTER SYSTEM RESET statement_logging_target_data_rate")
         with srv.connect() as c:

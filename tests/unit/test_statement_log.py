@@ -30,7 +30,7 @@ class FakeStorage:
 
 class FakeCoord:
     def __init__(self, **system: str) -> None:
-        self.system = system
+        self.system = {"statement_log_random_seed": "1", **system}  # a rate of 0.99 misses 1 in 100
         self.storage = FakeStorage()
         self.sessions: dict[int, Any] = {}
 
@@ -91,7 +91,7 @@ def test_a_statement_that_ends_before_the_flush_is_written_once() -> None:
     [prepared] = _rows(append, sl.PREPARED)
     assert prepared["redacted_sql"] == "SELECT '<REDACTED>', '<REDACTED>'" and len(prepared["sql_hash"]) == 32
     assert len(_rows(append, sl.SESSIONS)) == 1
-    assert [r["event_type"] for r in _rows(append, sl.LIFECYCLE)] == ["execution-began", "execution-finished"]
+    assert not _rows(append, sl.LIFECYCLE)  # began/finished are the execution row's own times
     # a second execution of the same prepared statement does not log it again
     log.end(log.begin(s, info, None), "error", error="boom")  # type: ignore[arg-type]
     _run(log.flush())

@@ -419,8 +419,9 @@ def _hashable(row: Any) -> tuple[Any, ...]:
 
 def _builtin_updates(b: BuiltinTable, rows: list[tuple[tuple[Any, ...], int]]) -> pa.Table:
     arrays = {}
-    for i, (name, t) in enumerate(b.columns):
-        vals = [r[i] for r, _ in rows]
+    columns = list(zip(*(r for r, _ in rows), strict=True)) if rows else [()] * len(b.columns)
+    for (name, t), column in zip(b.columns, columns, strict=True):
+        vals = list(column)
         if t.is_array:
             vals = [list(v) if v is not None else None for v in vals]
         arrays[name] = pa.array(vals, type=t.arrow)

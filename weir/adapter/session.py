@@ -207,7 +207,7 @@ class Session(api.Session):
         slog = self.coord.statement_log
         if self.txn is None or (not self.txn.explicit and not self.txn.writes):
             self.transaction_id += 1
-        execution = slog.begin(self, info, _param_texts(params, stmt.param_types))
+        execution = slog.begin(self, info, (lambda: _param_texts(params, stmt.param_types)) if params else None)
         self.execution = execution
         self.execution_strategy = self.execution_timestamp = None
         try:

@@ -24,7 +24,6 @@ import hashlib
 import logging
 import random
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -74,6 +73,7 @@ class Execution:
     id: str
     row: list[Any]  # the running row, completed when it ends
     flushed: bool = False  # the running row was written (ending must retract it)
+    size: int = 0  # the row's size estimate
 
 
 _I = {name: i for i, (name, _) in enumerate(EXECUTIONS.columns)} if EXECUTIONS else {}
@@ -83,6 +83,30 @@ _FIXED_SIZE_TYPES = frozenset({type(None), bool, int, float, datetime})
 _ID_STANDIN = "00000000-0000-0000-0000-000000000000"
 _SAMPLED = metrics.STATEMENT_LOG_RECORDS.labels(sampled="true")
 _UNSAMPLED = metrics.STATEMENT_LOG_RECORDS.labels(sampled="false")
+
+
+# An execution row's size estimate without its variable text: 36-char ids, 8 per fixed-size
+# value, and the finished_status / execution_strategy words.
+_EXEC_FIXED = 2 * 40 + 17 * 8 + 2 * 12
+
+
+def _uuid() -> str:
+    """A random (version 4) UUID's text, as uuid.uuid4() gives it but cheaper."""
+    h = f"{random.getrandbits(128) & _V4_MASK | _V4_BITS:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+_V4_MASK = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
+_V4_BITS = (0x4000 << 64) | (0x8000 << 48)
+
+
+def _count(params: Any) -> int:
+    return len(params) if isinstance(params, list) else 1
+
+
+def _prepared_size(sql: str) -> int:
+    """sql, redacted_sql, a 32-byte hash, ids and the rest."""
+    return 2 * (len(sql) + 4) + 32 + 2 * 40 + 3 * 8 + 20
 
 
 def _bytes(row: Row | list[Any]) -> int:
@@ -177,7 +201,7 @@ class StatementLog:
 
     # -- executions ----------------------------------------------------------------------
 
-    def begin(self, session: Session, info: PreparedInfo, params: list[str | None] | None) -> Execution | None:
+    def begin(self, session: Session, info: PreparedInfo, params: Any) -> Execution | None:
         """An execution starts: sample it; returns the handle `end` needs, or None. Never
         raises: the log must not fail a statement."""
         try:
@@ -186,7 +210,9 @@ class StatementLog:
             log.exception("statement log: recording an execution's start")
             return None
 
-    def _begin(self, session: Session, info: PreparedInfo, params: list[str | None] | None) -> Execution | None:
+    def _begin(self, session: Session, info: PreparedInfo, params: Any) -> Execution | None:
+        """`params`: the bound arguments' text forms, or a callable giving them (only
+        called for a sampled execution)."""
         mode = self.mode()
         if mode == "off":
             return None
@@ -200,7 +226,9 @@ class StatementLog:
             self.coord.cluster_id_by_name(cluster), cluster, session.get_var("application_name"),
             session.database, session.search_path, session.get_var("transaction_isolation"),
             session.transaction_id, None, "running", None, None]
-        size = _bytes(row) + (0 if info.logged else len(info.sql) * 2 + 120)
+        size = _EXEC_FIXED + len(cluster) + len(row[14] or "") + len(row[15] or "") + len(row[17] or "") \
+            + sum(len(p) + 4 for p in row[16]) + (0 if params is None else 16 * _count(params)) \
+            + (0 if info.logged else _prepared_size(info.sql))
         metrics.STATEMENT_LOG_UNSAMPLED_BYTES.inc(size)
         if not sampled:
             return None
@@ -213,19 +241,21 @@ class StatementLog:
             return None  # dry_run: counted, not written
         if not self._fits(size):
             return None
-        exec_id = str(uuid.uuid4())
+        if callable(params):
+            params = params()
+            row[_I["params"]] = params
+        exec_id = _uuid()
         now = _now()
         row[_I["id"]] = exec_id
         row[_I["began_at"]] = now
         if info.id is None:
-            info.id = str(uuid.uuid4())
+            info.id = _uuid()
             row[_I["prepared_statement_id"]] = info.id
         if not info.logged or info.id in self.collected_prepared:
             self._log_prepared(session, info)
-        execution = Execution(exec_id, row)
+        execution = Execution(exec_id, row, size=size - (0 if info.logged else _prepared_size(info.sql)))
         self.running[exec_id] = execution
         self.buffered_bytes += size
-        self.lifecycle(execution, "execution-began", now)
         return execution
 
     def _log_prepared(self, session: Session, info: PreparedInfo) -> None:
@@ -236,14 +266,14 @@ class StatementLog:
         redacted = redact_statement(info.sql)
         self._add(PREPARED.id, (info.id, session.log_id, info.name, info.sql, redacted,
                                 hashlib.sha256(info.sql.encode()).digest(), info.statement_type,
-                                info.prepared_at, session.log_throttled))
+                                info.prepared_at, session.log_throttled), size=_prepared_size(info.sql))
         session.log_throttled = 0
         info.logged = True
         self.collected_prepared.discard(info.id)  # type: ignore[arg-type]
 
     def lifecycle(self, execution: Execution | None, event: str, at: datetime | None = None) -> None:
         if execution is not None:
-            self._add(LIFECYCLE.id, (execution.id, event, at or _now()))
+            self._add(LIFECYCLE.id, (execution.id, event, at or _now()), size=64)
 
     def end(self, execution: Execution | None, status: str, *, error: str | None = None,
             rows: int | None = None, result_size: int | None = None, strategy: str | None = None,
@@ -261,7 +291,7 @@ class StatementLog:
         now = _now()
         row = list(execution.row)
         if self.running.pop(execution.id, None) is None:
-            self._add(EXECUTIONS.id, tuple(row), -1)  # the running row was written: retract it
+            self._add(EXECUTIONS.id, tuple(row), -1, size=execution.size)  # the running row was written
         ok = status == "success"
         row[_I["finished_at"]] = now
         row[_I["was_successful"]] = ok
@@ -274,8 +304,7 @@ class StatementLog:
         row[_I["finished_status"]] = status
         row[_I["execution_strategy"]] = strategy
         row[_I["result_size"]] = result_size if ok else None
-        self._add(EXECUTIONS.id, tuple(row))
-        self.lifecycle(execution, "execution-finished", now)
+        self._add(EXECUTIONS.id, tuple(row), size=execution.size + (len(error) if error else 0))
 
     # -- buffer --------------------------------------------------------------------------
 
@@ -286,9 +315,9 @@ class StatementLog:
             return False
         return True
 
-    def _add(self, builtin_id: str, row: Row, diff: int = 1) -> None:
+    def _add(self, builtin_id: str, row: Row, diff: int = 1, size: int | None = None) -> None:
         self.updates.setdefault(builtin_id, []).append((row, diff))
-        self.buffered_bytes += _bytes(row)
+        self.buffered_bytes += _bytes(row) if size is None else size
 
     def _take_tokens(self, size: int) -> bool:
         rate = int(self._system("statement_logging_target_data_rate") or 0)

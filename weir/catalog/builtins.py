@@ -400,8 +400,15 @@ BUILTIN_VIEWS: tuple[BuiltinView, ...] = (
                 f"JOIN {_RAW.format('session_history')} s ON p.session_id = s.id WHERE {_SEES_ROW}"),
     BuiltinView(MZ_INTERNAL, "mz_statement_lifecycle_history", "s303", 16603,
                 _raw_columns("mz_statement_lifecycle_history"),
-                f"SELECT l.statement_id, l.event_type, l.occurred_at "
-                f"FROM {_RAW.format('statement_lifecycle_history')} l "
+                # execution-began / -finished are the execution's own began_at / finished_at
+                # (not stored twice); the events in between are recorded as they happen
+                f"SELECT l.statement_id, l.event_type, l.occurred_at FROM ("
+                f"SELECT id AS statement_id, 'execution-began' AS event_type, began_at AS occurred_at "
+                f"FROM {_RAW.format('statement_execution_history')} "
+                f"UNION ALL SELECT id, 'execution-finished', finished_at "
+                f"FROM {_RAW.format('statement_execution_history')} WHERE finished_at IS NOT NULL "
+                f"UNION ALL SELECT statement_id, event_type, occurred_at "
+                f"FROM {_RAW.format('statement_lifecycle_history')}) l "
                 f"JOIN {_RAW.format('statement_execution_history')} e ON l.statement_id = e.id "
                 f"JOIN {_RAW.format('prepared_statement_history')} p ON e.prepared_statement_id = p.id "
                 f"JOIN {_RAW.format('session_history')} s ON p.session_id = s.id WHERE {_SEES_ROW}"),
