@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 import sqlglot
@@ -30,18 +31,29 @@ log = logging.getLogger(__name__)
 _INDEXABLE = ("table", "source", "view", "materialized-view")
 
 
-def _key_position(desc: RelationDesc, key: exp.Expression) -> int:
-    if isinstance(key, exp.Paren):
-        key = key.this
-    if not isinstance(key, exp.Column) or key.table:
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
-                        f"index keys other than column names not yet supported: {key.sql(dialect='postgres')}")
-    name = key.name if key.this.quoted else key.name.lower()
+def _column(desc: RelationDesc, col: exp.Column) -> int:
+    name = col.name if col.this.quoted else col.name.lower()
     for i, c in enumerate(desc.columns):
         if c.name == name:
             return i
     raise WeirError(SqlState.UNDEFINED_COLUMN, f'column "{name}" does not exist',
                     detail=f"{desc.name} has columns {', '.join(c.name for c in desc.columns)}")
+
+
+def _key(desc: RelationDesc, key: exp.Expression) -> tuple[str, int | None]:
+    """A key's name and, for a plain column, its position (expression keys arrange the
+    rows too, but lookups need a column key: the fast path scans them instead)."""
+    if isinstance(key, exp.Paren):
+        key = key.this
+    if isinstance(key, exp.Column) and not key.table:
+        pos = _column(desc, key)
+        return desc.columns[pos].name, pos
+    if any(isinstance(n, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select)) for n in key.walk()):
+        raise WeirError(SqlState.INVALID_COLUMN_REFERENCE,
+                        f"index key must be a column or an expression of columns: {key.sql(dialect='postgres')}")
+    for col in key.find_all(exp.Column):
+        _column(desc, col)
+    return key.sql(dialect="postgres"), None
 
 
 def _default_name(session: Session, schema_id: str, on: str, keys: list[str] | None) -> str:
@@ -52,7 +64,7 @@ def _default_name(session: Session, schema_id: str, on: str, keys: list[str] | N
     return name
 
 
-def _definition(session: Session, desc: RelationDesc, positions: list[int]) -> dict[str, Any]:
+def _definition(session: Session, desc: RelationDesc, keys: list[tuple[str, int | None]]) -> dict[str, Any]:
     """What the dataflow runs: the collection itself (direct) or the view's query."""
     columns = [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array else c.type.name,
                 "nullable": c.nullable} for c in desc.columns]
@@ -64,7 +76,9 @@ def _definition(session: Session, desc: RelationDesc, positions: list[int]) -> d
     else:
         spark_sql, inputs, _ = mviews._plan(session, sqlglot.parse_one(desc.view_sql, read="postgres"))  # noqa: SLF001
         direct = False
-    return {"on_id": desc.id, "keys": [desc.columns[p].name for p in positions], "key_positions": positions,
+    positions = [p for _, p in keys]
+    return {"on_id": desc.id, "keys": [k for k, _ in keys],
+            "key_positions": [] if None in positions else positions,
             "columns": columns, "direct": direct, "spark_sql": spark_sql,
             "inputs": mviews._dataflow_inputs(inputs)}  # noqa: SLF001
 
@@ -79,18 +93,18 @@ async def create(session: Session, stmt: st.CreateIndex) -> api.Command:
                         f'cannot create an index on {"system " if on.builtin else ""}{on.kind.replace("-", " ")} '
                         f'"{on.full_name}"', hint="Indexes can be created on tables, sources, views and "
                                                  "materialized views.")
-    positions = list(range(len(desc.columns))) if stmt.keys is None else \
-        [_key_position(desc, k) for k in stmt.keys]
+    keys = [(c.name, i) for i, c in enumerate(desc.columns)] if stmt.keys is None else \
+        [_key(desc, k) for k in stmt.keys]
     cluster = cat.get_cluster(stmt.cluster or session.get_var("cluster"))
-    keys = None if stmt.keys is None else [desc.columns[p].name for p in positions]
-    name = stmt.name or _default_name(session, on.schema_id, on.name, keys)
+    label = None if stmt.keys is None else [re.sub(r"\W+", "_", k).strip("_") or "expr" for k, _ in keys]
+    name = stmt.name or _default_name(session, on.schema_id, on.name, label)
     existing = cat.find_item(on.schema_id, name)
     if existing is not None:
         if stmt.if_not_exists:
             session.notice(f'index "{name}" already exists, skipping')
             return api.Command("CREATE INDEX")
         raise WeirError(SqlState.DUPLICATE_TABLE, f'{existing.kind.replace("-", " ")} "{name}" already exists')
-    definition = _definition(session, desc, positions)
+    definition = _definition(session, desc, keys)
     inputs = {i["shard_id"]: None for i in definition["inputs"]}
     as_of = query.choose_timestamp(session, inputs, for_write=True)  # type: ignore[arg-type]
     hold = coord.storage.acquire_read_hold(list(inputs), as_of)  # before any await
