@@ -391,7 +391,7 @@ class Coordinator(api.Coordinator):
             session.notice(f'session database "{database}" does not exist', SqlState.INVALID_CATALOG_NAME,
                            "WARNING")
         self.sessions[conn_id] = session
-        self.statement_log.session_opened(session, params.get("_peer"))
+        self.statement_log.session_opened(session)
         return session
 
     def session_closed(self, session: Session) -> None:

@@ -60,6 +60,7 @@ class Session(api.Session):
         self.transaction_id = 0
         self.execution: Any = None  # the sampled execution running now, if any
         self.closing = False
+        self.client_ip: str | None = None  # mz_sessions.client_ip (not known to the adapter yet)
         self._log_access: tuple[int, str] = (-1, "own")
         self.cursors: dict[str, Any] = {}
         self.sql_prepared: dict[str, api.PreparedStatement] = {}  # PREPARE name AS ...

@@ -145,6 +145,7 @@ class StatementLog:
         self._last_retention = 0.0
         self._parsed: dict[tuple[str, str], Any] = {}  # (variable, text) -> parsed value
         self._rates: dict[tuple[str, str], float] = {}  # (session rate, system max) text -> effective
+        self._appends: set[asyncio.Task[Any]] = set()
 
     # -- settings ------------------------------------------------------------------------
 
@@ -179,13 +180,14 @@ class StatementLog:
 
     # -- sessions ------------------------------------------------------------------------
 
-    def session_opened(self, session: Session, client_ip: str | None = None) -> None:
-        self._append_now(LIVE_SESSIONS.id, [((session.log_id, session.connection_id, session.role.id,
-                                               client_ip, session.connected_at), 1)])
+    def _live_row(self, session: Session) -> Row:
+        return (session.log_id, session.connection_id, session.role.id, session.client_ip, session.connected_at)
+
+    def session_opened(self, session: Session) -> None:
+        self._append_now(LIVE_SESSIONS.id, [(self._live_row(session), 1)])
 
     def session_closed(self, session: Session) -> None:
-        self._append_now(LIVE_SESSIONS.id, [((session.log_id, session.connection_id, session.role.id,
-                                               None, session.connected_at), -1)])
+        self._append_now(LIVE_SESSIONS.id, [(self._live_row(session), -1)])
 
     def _append_now(self, builtin_id: str, rows: list[tuple[Row, int]]) -> None:
         """Live-session changes go out at once (the storage controller batches them)."""
@@ -197,7 +199,12 @@ class StatementLog:
         except Exception:  # noqa: BLE001 - the log never fails a session
             log.exception("statement log: recording a session change")
             return
-        task.add_done_callback(_log_failure)
+        self._appends.add(task)  # a reference until it is done (the loop keeps only weak ones)
+        task.add_done_callback(self._appended)
+
+    def _appended(self, task: asyncio.Task[Any]) -> None:
+        self._appends.discard(task)
+        _log_failure(task)
 
     # -- executions ----------------------------------------------------------------------
 
