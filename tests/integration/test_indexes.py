@@ -35,17 +35,6 @@ def _explain(c: psycopg.Connection, sql: str) -> str:
     return c.execute("EXPLAIN " + sql).fetchone()[0]
 
 
-def _eventually(c: psycopg.Connection, sql: str, expected: list[tuple], timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    got = None
-    while time.time() < deadline:
-        got = c.execute(sql).fetchall()
-        if got == expected:
-            return
-        time.sleep(0.3)
-    raise AssertionError(f"{sql}: expected {expected}, got {got}")
-
-
 @pytest.fixture(scope="module")
 def indexed(server: WeirServer):  # noqa: ANN201
     with server.connect() as c:

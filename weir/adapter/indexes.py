@@ -8,7 +8,6 @@ materialized view, and reinstalls every index when the server restarts."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from typing import TYPE_CHECKING, Any
@@ -127,33 +126,13 @@ def export(item: Item) -> dict[str, Any]:
 
 async def install(coord: Coordinator, item: Item, as_of: int, hold: Any = None) -> None:
     """Install the index's dataflow on its cluster, holding its inputs at `as_of`."""
-    d = item.definition
-    if hold is None:
-        hold = coord.storage.acquire_read_hold([i["shard_id"] for i in d["inputs"]], as_of)
-    coord.dataflow_holds[item.id] = hold
-    try:
-        await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"], "",
-                                            as_of, "arrange", index=export(item))
-    except BaseException:
-        coord.dataflow_holds.pop(item.id, None)
-        hold.release()
-        raise
+    await mviews.install_dataflow(coord, item, as_of, hold, output_shard_id="", strategy="arrange",
+                                  index=export(item))
 
 
 async def restart(coord: Coordinator, item: Item) -> None:
-    """After a restart: rehydrate at the inputs' current since (retrying while the
-    cluster's replicas are still starting)."""
-    while True:
-        sinces = [coord.storage.frontiers(i["shard_id"])[0] for i in item.definition["inputs"]
-                  if i["shard_id"] in coord.storage.collections]
-        try:
-            await install(coord, item, max(sinces, default=0))
-            return
-        except WeirError as e:
-            if e.sqlstate not in ("57P03", SqlState.INTERNAL_ERROR):
-                raise
-            log.info("index %s waits for its cluster: %s", item.full_name, e.message)
-            await asyncio.sleep(2)
+    """Rehydrate at the inputs' current since."""
+    await mviews.reinstall(coord, item, lambda: max(mviews.input_sinces(coord, item), default=0), install)
 
 
 def write_frontier(coord: Coordinator, item_id: str) -> int | None:

@@ -6,7 +6,9 @@ dataflow still needs those times) and tells replicas its collections' uppers eve
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import sqlglot
@@ -115,39 +117,54 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
 
 async def install(coord: Coordinator, item: Item, as_of: int, hold: Any = None) -> None:
     """Install the view's dataflow on its cluster, holding its inputs at `as_of`."""
+    await install_dataflow(coord, item, as_of, hold, output_shard_id=item.id,
+                           strategy=item.definition.get("strategy", "recompute"))
+
+
+async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any, *, output_shard_id: str,
+                           strategy: str, index: dict[str, Any] | None = None) -> None:
+    """Install the dataflow of a view or index on its cluster; its inputs stay held at
+    `as_of` (then at its frontier, see advance_holds) until it is dropped."""
     d = item.definition
-    input_ids = [i["shard_id"] for i in d["inputs"]]
     if hold is None:
-        hold = coord.storage.acquire_read_hold(input_ids, as_of)
+        hold = coord.storage.acquire_read_hold([i["shard_id"] for i in d["inputs"]], as_of)
     coord.dataflow_holds[item.id] = hold
     try:
-        await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"], item.id,
-                                            as_of, d.get("strategy", "recompute"))
+        await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"],
+                                            output_shard_id, as_of, strategy, index=index)
     except BaseException:
         coord.dataflow_holds.pop(item.id, None)
         hold.release()
         raise
 
 
-async def restart(coord: Coordinator, item: Item) -> None:
-    """After a restart: resume the dataflow where its output stands (retrying while the
-    cluster's replicas are still starting)."""
-    import asyncio
+def input_sinces(coord: Coordinator, item: Item) -> list[int]:
+    return [coord.storage.frontiers(i["shard_id"])[0] for i in item.definition["inputs"]
+            if i["shard_id"] in coord.storage.collections]
 
+
+async def reinstall(coord: Coordinator, item: Item, as_of: Callable[[], int],
+                    install_at: Callable[[Coordinator, Item, int], Awaitable[None]]) -> None:
+    """After a restart: install again at `as_of()`, retrying while the cluster's replicas
+    are still starting."""
     while True:
-        since, upper = coord.storage.frontiers(item.id)
-        d = item.definition
-        input_sinces = [coord.storage.frontiers(i["shard_id"])[0] for i in d["inputs"]
-                        if i["shard_id"] in coord.storage.collections]
-        as_of = max([upper - 1, since, *input_sinces])
         try:
-            await install(coord, item, as_of)
+            await install_at(coord, item, as_of())
             return
         except WeirError as e:
             if e.sqlstate not in ("57P03", SqlState.INTERNAL_ERROR):
                 raise
-            log.info("materialized view %s waits for its cluster: %s", item.full_name, e.message)
+            log.info("%s %s waits for its cluster: %s", item.kind.replace("-", " "), item.full_name, e.message)
             await asyncio.sleep(2)
+
+
+async def restart(coord: Coordinator, item: Item) -> None:
+    """Resume the view's dataflow where its output stands."""
+    def as_of() -> int:
+        since, upper = coord.storage.frontiers(item.id)
+        return max([upper - 1, since, *input_sinces(coord, item)])
+
+    await reinstall(coord, item, as_of, install)
 
 
 def advance_holds(coord: Coordinator) -> None:
