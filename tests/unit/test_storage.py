@@ -466,3 +466,41 @@ def test_store_lifecycle(store: ShardStore, tmp_path: Path) -> None:
     # A second store over the same catalog (another process) sees the same shards.
     other = ShardStore(f"sqlite:///{tmp_path}/catalog.db", str(tmp_path / "warehouse"))
     assert other.list_shards() == ["u1"]
+
+
+# ---- compaction tiers --------------------------------------------------------------------
+
+
+def test_spine_merges_small_files_at_two_and_wider_tiers_at_fanout() -> None:
+    from weir.storage import spine
+
+    mib = 1 << 20
+    assert [spine.tier(s) for s in (0, 4 * mib - 1, 4 * mib, 16 * mib - 1, 16 * mib, 64 * mib)] == [0, 0, 1, 1, 2, 3]
+    assert spine.merge_groups([10], int) == []  # one small file: nothing to do
+    assert spine.merge_groups([10, 20], int) == [[10, 20]]
+    big = [5 * mib, 6 * mib, 7 * mib]
+    assert spine.merge_groups(big + [10], int) == []  # a wider tier waits for FANOUT files
+    assert spine.merge_groups(big + [8 * mib, 10, 20], int) == [[10, 20], big + [8 * mib]]
+
+
+def test_compaction_leaves_a_wide_file_alone_while_new_small_ones_merge(store: ShardStore, monkeypatch) -> None:
+    """An append-only shard's compaction costs its new files, not its whole size."""
+    from weir.storage import spine
+
+    shard = store.create_shard("u1", SIMPLE)
+    for t in range(4):
+        shard.compare_and_append(rows(*[(k, f"row{k}-{t}", t, 1) for k in range(2000)]), t, t + 1, 0)
+    shard.downgrade_since(3)
+    assert shard.compact(grace_seconds=3600).files_rewritten == 4
+    [wide] = shard.data_files(3).files
+    monkeypatch.setattr(spine, "BASE_BYTES", os.path.getsize(wide) // spine.FANOUT)  # now a tier-1 file
+    for t in range(4, 8):
+        shard.compare_and_append(rows((t, "new", t, 1), (t - 4, f"row{t - 4}-0", t, -1)), t, t + 1, 0)
+    shard.downgrade_since(7)
+    res = shard.compact(grace_seconds=3600)
+    assert res.committed and res.files_rewritten == 4  # the four small files, not the wide one
+    assert wide in shard.data_files(7).files and len(shard.data_files(7).files) == 2
+    expected = Counter({(k, f"row{k}-{t}"): 1 for k in range(2000) for t in range(4)})
+    expected -= Counter({(k, f"row{k}-0"): 1 for k in range(4)})
+    expected += Counter({(t, "new"): 1 for t in range(4, 8)})
+    assert contents(shard, 7) == expected

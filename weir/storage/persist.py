@@ -47,7 +47,7 @@ from pyiceberg.table.update import (
 from pyiceberg.types import LongType
 
 from weir.errors import SqlState, WeirError
-from weir.storage import maintenance
+from weir.storage import maintenance, spine
 from weir.storage.consolidate import consolidate, expand
 from weir.storage.schema import (
     DIFF_COL,
@@ -492,6 +492,8 @@ class Shard:
             return res
 
     def _rewrite(self) -> CompactionResult:
+        """Merge the files at or below since that spine.merge_groups picks, each group into one
+        consolidated file, in one commit."""
         table = self._table
         since = frontiers_of(table.metadata).since
         res = CompactionResult(since=since)
@@ -506,33 +508,40 @@ class Shard:
             lo = (df.lower_bounds or {}).get(self._time_id)
             if lo is None or from_bytes(LongType(), lo) <= since:
                 old.append(df)
-        if not old:
+        groups = spine.merge_groups(old, lambda f: f.file_size_in_bytes)
+        if not groups:
             return res
-        data = self._read_files(old)
-        is_old = pc.less_equal(data[TIME_COL], since)
-        low, high = data.filter(is_old), data.filter(pc.invert(is_old))
-        low = low.set_column(
-            low.schema.get_field_index(TIME_COL), low.schema.field(TIME_COL),
-            pa.array([since] * low.num_rows, pa.int64()),
-        )
-        names = [c[0] for c in self.columns]
-        merged = pa.concat_tables([consolidate(low, names), high])
-        old_rows = sum(f.record_count for f in old)
-        if len(old) == 1 and merged.num_rows == old_rows:
-            return res  # already compact
-        new_files = self._write_files(merged) if merged.num_rows else []
+        replaced = [df for group in groups for df in group]
+        new_files: list[DataFile] = []
+        rows_after = 0
+        for group in groups:
+            merged = self._merge(group, since)
+            rows_after += merged.num_rows
+            if merged.num_rows:
+                new_files += self._write_files(merged)
         try:
-            self._commit_rewrite(old, new_files, since)
+            self._commit_rewrite(replaced, new_files, since)
         except (CommitFailedException, ValidationException) as e:
             log.info("compaction of %s lost a race (%s); giving up for now", self.shard_id, e)
             self._delete_files(new_files)
             res.gave_up = True
             return res
         res.committed = True
-        res.files_rewritten = len(old)
-        res.files_after = len(all_files) - len(old) + len(new_files)
-        res.rows_after = res.rows_before - old_rows + merged.num_rows
+        res.files_rewritten = len(replaced)
+        res.files_after = len(all_files) - len(replaced) + len(new_files)
+        res.rows_after = res.rows_before - sum(f.record_count for f in replaced) + rows_after
         return res
+
+    def _merge(self, files: list[DataFile], since: int) -> pa.Table:
+        """The files' updates, those at or below since forwarded to since and consolidated."""
+        data = self._read_files(files)
+        is_old = pc.less_equal(data[TIME_COL], since)
+        low, high = data.filter(is_old), data.filter(pc.invert(is_old))
+        low = low.set_column(
+            low.schema.get_field_index(TIME_COL), low.schema.field(TIME_COL),
+            pa.array([since] * low.num_rows, pa.int64()),
+        )
+        return pa.concat_tables([consolidate(low, [c[0] for c in self.columns]), high])
 
     def _commit_rewrite(self, old: list[DataFile], new: list[DataFile], since: int) -> None:
         """Replace `old` files by `new` ones, rebasing over appends that land meanwhile.
