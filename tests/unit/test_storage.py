@@ -312,6 +312,29 @@ def test_consolidation_groups_lists_decimals_and_nulls() -> None:
     assert consolidate(t, ["l", "d", "s"], keep_negative=False).num_rows == 2
 
 
+def test_consolidating_retractions_only_groups_rows_that_can_cancel() -> None:
+    from weir.storage.consolidate import consolidate_retractions
+
+    def summed(t: pa.Table) -> Counter:
+        out: Counter = Counter()
+        for r in t.to_pylist():
+            out[(r["k"], tuple(r["l"]) if r["l"] is not None else None, r["s"])] += r["mz_diff"]
+        return +out
+
+    inserts = pa.table({"k": pa.array([1, 2, 2, None], pa.int64()),
+                        "l": pa.array([["a"], None, None, []], pa.list_(pa.string())),
+                        "s": pa.array(["x", "y", "y", None]), "mz_diff": pa.array([1, 1, 1, 1], pa.int64())})
+    assert consolidate_retractions(inserts, ["k", "l", "s"]) is inserts  # nothing to cancel: no grouping
+    t = pa.concat_tables([inserts, pa.table({
+        "k": pa.array([1, None, 3], pa.int64()), "l": pa.array([["a"], [], None], pa.list_(pa.string())),
+        "s": pa.array(["x", None, "z"]), "mz_diff": pa.array([-1, -1, -1], pa.int64())})])
+    out = consolidate_retractions(t, ["k", "l", "s"])
+    assert summed(out) == summed(consolidate(t, ["k", "l", "s"]))
+    assert sorted(out.to_pylist(), key=repr) == sorted([
+        {"k": 2, "l": None, "s": "y", "mz_diff": 1}, {"k": 2, "l": None, "s": "y", "mz_diff": 1},  # untouched
+        {"k": 3, "l": None, "s": "z", "mz_diff": -1}], key=repr)  # (1, x) and (null, []) cancelled
+
+
 def test_snapshot_with_list_and_decimal_columns(store: ShardStore) -> None:
     cols = [("l", T.TEXT_ARRAY, True), ("d", T.NUMERIC, True)]
     shard = store.create_shard("u1", cols)

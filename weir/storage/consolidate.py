@@ -59,6 +59,26 @@ def consolidate(data: pa.Table, key_cols: list[str], *, keep_negative: bool = Tr
     return out.set_column(pos, out.schema.field(DIFF_COL), sums.cast(pa.int64()))
 
 
+def consolidate_retractions(data: pa.Table, key_cols: list[str]) -> pa.Table:
+    """Cancel retractions against their insertions, leaving rows nothing retracts as they are.
+
+    Compaction needs no more: a reader sums identical rows anyway, and grouping every
+    row on every column is most of a rewrite's cost. Only rows that share the first
+    groupable key column's value with some retraction can cancel, so only those go
+    through `consolidate`; an insert-only batch (statement history) costs no grouping.
+    """
+    diffs = data[DIFF_COL]
+    if data.num_rows == 0 or pc.min(diffs).as_py() > 0:
+        return data
+    col = next((c for c in key_cols if _groupable(data.schema.field(c).type)), None)
+    if col is None:
+        return consolidate(data, key_cols)
+    retracted = pc.unique(data[col].filter(pc.less(diffs, 0)))
+    candidate = pc.is_in(data[col], value_set=retracted, skip_nulls=False)  # a null matches a null
+    rest = data.filter(pc.invert(candidate))
+    return pa.concat_tables([rest, consolidate(data.filter(candidate), key_cols)])
+
+
 def expand(data: pa.Table) -> pa.Table:
     """Repeat each row by its (positive) diff and drop the diff column."""
     if data.num_rows == 0:

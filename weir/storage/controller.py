@@ -361,6 +361,8 @@ class StorageController:
             if c.dirty_since_compaction and c.durable_since > 0:
                 c.dirty_since_compaction = False
                 try:
-                    await self._run(c.shard.compact)
+                    res = await self._run(c.shard.compact)
+                    # what it replaced is expired and deleted after the grace period, by a later round
+                    c.dirty_since_compaction = c.dirty_since_compaction or res.committed
                 except Exception:  # noqa: BLE001 - compaction may give up and retry later
                     log.warning("compaction of %s failed; will retry", c.shard.shard_id, exc_info=True)

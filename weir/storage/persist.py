@@ -48,7 +48,7 @@ from pyiceberg.types import LongType
 
 from weir.errors import SqlState, WeirError
 from weir.storage import maintenance, spine
-from weir.storage.consolidate import consolidate, expand
+from weir.storage.consolidate import consolidate, consolidate_retractions, expand
 from weir.storage.schema import (
     DIFF_COL,
     TIME_COL,
@@ -71,6 +71,7 @@ PROP_SINCE = "weir.since"
 PROP_EPOCH = "weir.epoch"
 PROP_COLUMNS = "weir.columns"
 _MAX_ATTEMPTS = 8
+SWEEP_EVERY_S = 600.0  # the orphan sweep when compaction changed nothing
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,7 @@ class Shard:
         self._store = store
         self._table = table
         self._lock = threading.RLock()
+        self._swept_at = 0.0  # monotonic time of the last sweep for unreferenced files
         self.shard_id: str = table.name()[-1]
         self.columns: list[Column] = columns_from_json(table.metadata.properties[PROP_COLUMNS])
         self.arrow_schema = storage_schema(self.columns)
@@ -488,7 +490,12 @@ class Shard:
             res.snapshots_expired = maintenance.expire_snapshots(self._table, grace_ms)
             if res.snapshots_expired:
                 self._refresh()
-            res.files_removed = maintenance.remove_unreferenced(self._table, grace_ms)
+            # The sweep reads every manifest: only when expiring snapshots unreferenced files,
+            # or now and then for what a failed commit left behind.
+            if res.snapshots_expired or time.monotonic() - self._swept_at > SWEEP_EVERY_S \
+                    or grace_ms == 0:
+                self._swept_at = time.monotonic()
+                res.files_removed = maintenance.remove_unreferenced(self._table, grace_ms)
             return res
 
     def _rewrite(self) -> CompactionResult:
@@ -541,7 +548,7 @@ class Shard:
             low.schema.get_field_index(TIME_COL), low.schema.field(TIME_COL),
             pa.array([since] * low.num_rows, pa.int64()),
         )
-        return pa.concat_tables([consolidate(low, [c[0] for c in self.columns]), high])
+        return pa.concat_tables([consolidate_retractions(low, [c[0] for c in self.columns]), high])
 
     def _commit_rewrite(self, old: list[DataFile], new: list[DataFile], since: int) -> None:
         """Replace `old` files by `new` ones, rebasing over appends that land meanwhile.
