@@ -33,6 +33,12 @@ class FakeCoord:
         self.system = {"statement_log_random_seed": "1", **system}  # a rate of 0.99 misses 1 in 100
         self.storage = FakeStorage()
         self.sessions: dict[int, Any] = {}
+        self.system_var_version = 0
+        self.catalog = type("Catalog", (), {"generation": 0})()
+
+    def set_system(self, name: str, value: str) -> None:
+        self.system[name] = value
+        self.system_var_version += 1
 
     def system_var(self, name: str) -> str:
         v = lookup_var(name)
@@ -61,6 +67,8 @@ class FakeSession:
         self.user = "materialize"
         self.database = "materialize"
         self.search_path = ["public"]
+        self.var_version = 0
+        self.log_context = None
 
     def get_var(self, name: str) -> str:
         return self.vars[name]
@@ -127,7 +135,7 @@ def test_sampling_follows_the_rate_and_the_seed() -> None:
     first, second = sampled("0.5"), sampled("0.5")
     assert first == second and 900 <= sum(first) <= 1100
     assert not any(sampled("0"))
-    coord.system["statement_history_max_sample_rate"] = "0.1"  # the system maximum caps the session's
+    coord.set_system("statement_history_max_sample_rate", "0.1")  # the system maximum caps the session's
     assert 120 <= sum(sampled("1")) <= 280
 
 
@@ -169,7 +177,7 @@ def test_throttling_counts_on_the_next_logged_statement() -> None:
     for i in range(3):
         assert log.begin(s, sl.PreparedInfo(f"SELECT {i}", "", "select"), None) is None  # type: ignore[arg-type]
     assert s.log_throttled == 3
-    coord.system["statement_logging_target_data_rate"] = ""
+    coord.set_system("statement_logging_target_data_rate", "")
     log.end(log.begin(s, sl.PreparedInfo("SELECT 9", "", "select"), None), "success")  # type: ignore[arg-type]
     _run(log.flush())
     [prepared] = _rows(coord.storage.appends[-1], sl.PREPARED)

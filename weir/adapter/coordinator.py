@@ -60,6 +60,7 @@ class Coordinator(api.Coordinator):
         self._builtin_rows: dict[str, collections.Counter[tuple[Any, ...]]] = {}
         self._builtin_lock = asyncio.Lock()
         self._system_vars: dict[str, str] | None = None
+        self.system_var_version = 0  # bumped by ALTER SYSTEM (caches of derived values key on it)
         self._status_task: asyncio.Task[None] | None = None
         self._frontier_task: asyncio.Task[None] | None = None
         self.source_runners: dict[str, Any] = {}
@@ -288,6 +289,7 @@ class Coordinator(api.Coordinator):
 
     def system_vars_changed(self) -> None:
         self._system_vars = None
+        self.system_var_version += 1
 
     @staticmethod
     @lru_cache(maxsize=2048)

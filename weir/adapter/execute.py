@@ -82,7 +82,7 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
         # drivers (psycopg) deallocate the ones they evict from their caches.
         return api.Command("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
     if isinstance(stmt, st.Discard):
-        session.vars = {"database": session.database}
+        session.discard_vars()
         return api.Command("DISCARD ALL")
     if isinstance(stmt, (st.Insert, st.Update, st.Delete)):
         return await dml.execute(session, stmt, params, types)

@@ -46,6 +46,7 @@ class Session(api.Session):
         self.secret_key = secrets.randbits(31)
         self.role = role
         self.vars: dict[str, str] = {}
+        self.var_version = 0  # bumped by every change to `vars` (caches of derived values key on it)
         self._param_changes: dict[str, str] = {}
         self._notices: list[api.Notice] = []
         self.txn: Transaction | None = None
@@ -59,6 +60,7 @@ class Session(api.Session):
         self.log_throttled = 0  # sampled executions throttled since the last logged statement
         self.transaction_id = 0
         self.execution: Any = None  # the sampled execution running now, if any
+        self.log_context: Any = None  # statement_log's per-session cache
         self.closing = False
         self.client_ip: str | None = None  # mz_sessions.client_ip (not known to the adapter yet)
         self._log_access: tuple[int, str] = (-1, "own")
@@ -97,6 +99,7 @@ class Session(api.Session):
 
     def set_var(self, name: str, value: str | None, *, report: bool = True) -> None:
         v = lookup_var(name)
+        self.var_version += 1
         if value is None:
             self.vars.pop(v.name, None)
             canonical = self.get_var(v.name)
@@ -105,6 +108,11 @@ class Session(api.Session):
             self.vars[v.name] = canonical
         if report and v.report:
             self._param_changes[v.name] = canonical
+
+    def discard_vars(self) -> None:
+        """DISCARD ALL: every session variable back to its default."""
+        self.vars = {"database": self.database}
+        self.var_version += 1
 
     def parameter_statuses(self) -> dict[str, str]:
         return {v.name: self.get_var(v.name) for v in VARS if v.report}

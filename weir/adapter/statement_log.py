@@ -26,7 +26,11 @@ import random
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
 
 from weir.catalog.builtins import by_name
 from weir.catalog.vars import lookup_var
@@ -54,35 +58,85 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-@dataclass
+def _now_us() -> int:
+    """Now, in microseconds since the epoch: how the buffer holds times (Arrow takes them as is)."""
+    return time.time_ns() // 1000
+
+
+def _us(dt: datetime) -> int:
+    return (dt - _EPOCH) // _MICROSECOND
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+@dataclass(slots=True)
 class PreparedInfo:
     """What a prepared statement is, for the log; logged with its first sampled execution."""
 
     sql: str
     name: str
     statement_type: str
-    prepared_at: datetime = field(default_factory=_now)
+    prepared_at: int = field(default_factory=_now_us)  # microseconds since the epoch
     id: str | None = None
     logged: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
+class LogContext:
+    """What every execution of a session records alike, cached on the session until one of
+    its variables, a system variable or the catalog changes."""
+
+    key: tuple[int, int, int]
+    mode: str
+    rate: float  # the effective sample rate
+    target_rate: int  # statement_logging_target_data_rate, 0 = no limit
+    cluster_id: str | None
+    cluster: str
+    application_name: str
+    database: str
+    search_path: tuple[str, ...]
+    isolation: str
+    size: int  # an execution row's size estimate, without params and error
+
+
+@dataclass(slots=True)
 class Execution:
     """One sampled execution between `began` and `ended`."""
 
     id: str
-    row: list[Any]  # the running row, completed when it ends
+    prepared_id: str
+    rate: float
+    params: list[str | None] | None
+    began_at: int  # microseconds since the epoch
+    ctx: LogContext
+    transaction_id: int
+    size: int  # the row's size estimate
     flushed: bool = False  # the running row was written (ending must retract it)
-    size: int = 0  # the row's size estimate
+
+    def row(self, finished_at: int | None = None, ok: bool | None = None, canceled: bool | None = None,
+            aborted: bool = False, error: str | None = None, rows: int | None = None,
+            fast: bool | None = None, timestamp: int | None = None, status: str = "running",
+            strategy: str | None = None, result_size: int | None = None) -> Row:
+        """The execution row (its running form by default), in EXECUTION_COLUMNS order."""
+        c = self.ctx
+        return (self.id, self.prepared_id, self.rate, self.params, self.began_at, finished_at, ok, canceled,
+                aborted, error, rows, fast, c.cluster_id, c.cluster, c.application_name, c.database,
+                c.search_path, c.isolation, self.transaction_id, timestamp, status, strategy, result_size)
 
 
-_I = {name: i for i, (name, _) in enumerate(EXECUTIONS.columns)} if EXECUTIONS else {}
-_FIXED_SIZE_TYPES = frozenset({type(None), bool, int, float, datetime})
-# An execution's id before the draw: the size estimate is made for every execution (the
-# unsampled-bytes metric), the uuid only for sampled ones; a uuid's text is always 36 chars.
-_ID_STANDIN = "00000000-0000-0000-0000-000000000000"
+EXECUTION_COLUMNS = (
+    "id", "prepared_statement_id", "sample_rate", "params", "began_at", "finished_at", "was_successful",
+    "was_canceled", "was_aborted", "error_message", "rows_returned", "was_fast_path", "cluster_id",
+    "cluster_name", "application_name", "database_name", "search_path", "transaction_isolation",
+    "transaction_id", "execution_timestamp", "finished_status", "execution_strategy", "result_size")
+assert EXECUTIONS is None or tuple(n for n, _ in EXECUTIONS.columns) == EXECUTION_COLUMNS, \
+    "Execution.row must follow mz_statement_execution_history_raw's columns"
+_I = {name: i for i, name in enumerate(EXECUTION_COLUMNS)}
 _SAMPLED = metrics.STATEMENT_LOG_RECORDS.labels(sampled="true")
 _UNSAMPLED = metrics.STATEMENT_LOG_RECORDS.labels(sampled="false")
+_LIFECYCLE_SIZE = 64  # a lifecycle row's size estimate: id, event, time
 
 
 # An execution row's size estimate without its variable text: 36-char ids, 8 per fixed-size
@@ -90,14 +144,21 @@ _UNSAMPLED = metrics.STATEMENT_LOG_RECORDS.labels(sampled="false")
 _EXEC_FIXED = 2 * 40 + 17 * 8 + 2 * 12
 
 
-def _uuid() -> str:
-    """A random (version 4) UUID's text, as uuid.uuid4() gives it but cheaper."""
-    h = f"{random.getrandbits(128) & _V4_MASK | _V4_BITS:032x}"
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+class _Ids:
+    """Execution and prepared-statement ids: UUIDs (version 8, RFC 9562's custom layout) made
+    of 78 random bits drawn at startup and a 48-bit counter, so they are unique like random
+    ones without drawing 128 random bits per statement."""
 
+    def __init__(self) -> None:
+        hi = random.SystemRandom().getrandbits(64) & ~(0xF << 12) | (0x8 << 12)  # version 8
+        var = random.SystemRandom().getrandbits(14) | 0x8000  # variant 10
+        h = f"{hi:016x}"
+        self._prefix = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{var:04x}-"
+        self._next = 0
 
-_V4_MASK = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
-_V4_BITS = (0x4000 << 64) | (0x8000 << 48)
+    def __call__(self) -> str:
+        self._next += 1
+        return f"{self._prefix}{self._next & 0xFFFFFFFFFFFF:012x}"
 
 
 def _count(params: Any) -> int:
@@ -109,17 +170,12 @@ def _prepared_size(sql: str) -> int:
     return 2 * (len(sql) + 4) + 32 + 2 * 40 + 3 * 8 + 20
 
 
-def _bytes(row: Row | list[Any]) -> int:
+def _bytes(row: Row) -> int:
     """A cheap size estimate of a row as the log stores it: 8 per fixed-size value, 4 more
     than the length of text, and of each array element's text."""
     n = 0
     for v in row:
-        t = type(v)
-        if t is str:
-            n += len(v) + 4
-        elif t in _FIXED_SIZE_TYPES:
-            n += 8
-        elif isinstance(v, (str, bytes)):
+        if isinstance(v, (str, bytes)):
             n += len(v) + 4
         elif isinstance(v, (list, tuple)):
             n += sum([len(str(x)) for x in v]) + 4 * len(v) + 4
@@ -128,15 +184,40 @@ def _bytes(row: Row | list[Any]) -> int:
     return n
 
 
+def _batch(b: Any, added: list[Row], retracted: list[Row]) -> pa.Table:
+    """A builtin's updates as Arrow: `added` with diff +1, `retracted` with -1. Times are
+    microseconds since the epoch, arrays tuples or lists: both as Arrow takes them."""
+    rows = added + retracted
+    arrays = {name: pa.array(list(map(itemgetter(i), rows)), type=t.arrow) for i, (name, t) in enumerate(b.columns)}
+    arrays["mz_diff"] = pa.array(np.repeat(np.array([1, -1], np.int64), [len(added), len(retracted)]))
+    return pa.table(arrays)
+
+
+class _Buffer:
+    """The updates of one builtin waiting for the next flush."""
+
+    __slots__ = ("added", "retracted")
+
+    def __init__(self) -> None:
+        self.added: list[Row] = []
+        self.retracted: list[Row] = []
+
+    def __len__(self) -> int:
+        return len(self.added) + len(self.retracted)
+
+
 class StatementLog:
     def __init__(self, coord: Coordinator) -> None:
         self.coord = coord
-        self.updates: dict[str, list[tuple[Row, int]]] = {}
+        self.updates: dict[str, _Buffer] = {}
+        self._lifecycle = self._buffer(LIFECYCLE.id).added if LIFECYCLE else []
+        self._executions = self._buffer(EXECUTIONS.id) if EXECUTIONS else _Buffer()
         self.running: dict[str, Execution] = {}  # running rows not flushed yet
         self.buffered_bytes = 0
         self.dropped = 0
         self.logged_sessions: set[str] = set()
         self.collected_prepared: set[str] = set()  # logged once, then garbage-collected
+        self._new_id = _Ids()
         self._tokens = 0.0
         self._tokens_at = time.monotonic()
         self._wake = asyncio.Event()
@@ -144,8 +225,13 @@ class StatementLog:
         self._max_age_ms: int | None = None
         self._last_retention = 0.0
         self._parsed: dict[tuple[str, str], Any] = {}  # (variable, text) -> parsed value
-        self._rates: dict[tuple[str, str], float] = {}  # (session rate, system max) text -> effective
         self._appends: set[asyncio.Task[Any]] = set()
+
+    def _buffer(self, builtin_id: str) -> _Buffer:
+        buf = self.updates.get(builtin_id)
+        if buf is None:
+            buf = self.updates[builtin_id] = _Buffer()
+        return buf
 
     # -- settings ------------------------------------------------------------------------
 
@@ -162,17 +248,29 @@ class StatementLog:
     def mode(self) -> str:
         return str(self.coord.system_var("statement_logging_mode"))
 
+    def context(self, session: Session) -> LogContext:
+        """The session's LogContext, rebuilt when a variable or the catalog changed."""
+        key = (session.var_version, self.coord.system_var_version, self.coord.catalog.generation)
+        ctx = session.log_context
+        if ctx is not None and ctx.key == key:
+            return ctx
+        rate = float(lookup_var("statement_history_sample_rate").parse(
+            session.get_var("statement_history_sample_rate")))
+        cluster = session.get_var("cluster")
+        application = session.get_var("application_name")
+        database = session.database
+        search_path = tuple(session.search_path)
+        isolation = session.get_var("transaction_isolation")
+        size = _EXEC_FIXED + len(cluster) + len(application or "") + len(database or "") + len(isolation or "") \
+            + sum(len(p) + 4 for p in search_path)
+        ctx = session.log_context = LogContext(
+            key, self.mode(), max(0.0, min(rate, float(self._system("statement_history_max_sample_rate")))),
+            int(self._system("statement_logging_target_data_rate") or 0), self.coord.cluster_id_by_name(cluster),
+            cluster, application, database, search_path, isolation, size)
+        return ctx
+
     def effective_rate(self, session: Session) -> float:
-        key = (session.get_var("statement_history_sample_rate"),
-               self.coord.system_var("statement_history_max_sample_rate"))
-        effective = self._rates.get(key)
-        if effective is None:
-            rate = float(lookup_var("statement_history_sample_rate").parse(key[0]))
-            effective = max(0.0, min(rate, float(lookup_var("statement_history_max_sample_rate").parse(key[1]))))
-            if len(self._rates) > 1024:
-                self._rates.clear()
-            self._rates[key] = effective
-        return effective
+        return self.context(session).rate
 
     def rng_for_session(self) -> random.Random:
         seed = self.coord.system_var("statement_log_random_seed")
@@ -220,48 +318,36 @@ class StatementLog:
     def _begin(self, session: Session, info: PreparedInfo, params: Any) -> Execution | None:
         """`params`: the bound arguments' text forms, or a callable giving them (only
         called for a sampled execution)."""
-        mode = self.mode()
-        if mode == "off":
+        ctx = self.context(session)
+        if ctx.mode == "off":
             return None
-        rate = self.effective_rate(session)
-        sampled = session.log_rng.random() < rate
+        sampled = session.log_rng.random() < ctx.rate
         (_SAMPLED if sampled else _UNSAMPLED).inc()
-        cluster = session.get_var("cluster")
-        # id and began_at are filled in once sampled (same size estimate: 36 chars, 8 bytes)
-        row: list[Any] = [
-            _ID_STANDIN, info.id, rate, params, None, None, None, None, False, None, None, None,
-            self.coord.cluster_id_by_name(cluster), cluster, session.get_var("application_name"),
-            session.database, session.search_path, session.get_var("transaction_isolation"),
-            session.transaction_id, None, "running", None, None]
-        size = _EXEC_FIXED + len(cluster) + len(row[14] or "") + len(row[15] or "") + len(row[17] or "") \
-            + sum(len(p) + 4 for p in row[16]) + (0 if params is None else 16 * _count(params)) \
-            + (0 if info.logged else _prepared_size(info.sql))
+        size = ctx.size + (0 if params is None else 16 * _count(params))
+        if not info.logged:
+            size += _prepared_size(info.sql)
         metrics.STATEMENT_LOG_UNSAMPLED_BYTES.inc(size)
         if not sampled:
             return None
-        if not self._take_tokens(size):
+        if ctx.target_rate and not self._take_tokens(size, ctx.target_rate):
             session.log_throttled += 1
             metrics.STATEMENT_LOG_THROTTLED.inc()
             return None
         metrics.STATEMENT_LOG_ACTUAL_BYTES.inc(size)
-        if mode != "on":
+        if ctx.mode != "on":
             return None  # dry_run: counted, not written
         if not self._fits(size):
             return None
         if callable(params):
             params = params()
-            row[_I["params"]] = params
-        exec_id = _uuid()
-        now = _now()
-        row[_I["id"]] = exec_id
-        row[_I["began_at"]] = now
         if info.id is None:
-            info.id = _uuid()
-            row[_I["prepared_statement_id"]] = info.id
+            info.id = self._new_id()
         if not info.logged or info.id in self.collected_prepared:
             self._log_prepared(session, info)
-        execution = Execution(exec_id, row, size=size - (0 if info.logged else _prepared_size(info.sql)))
-        self.running[exec_id] = execution
+            size -= _prepared_size(info.sql)
+        execution = Execution(self._new_id(), info.id, ctx.rate, params, _now_us(), ctx, session.transaction_id,
+                              size)
+        self.running[execution.id] = execution
         self.buffered_bytes += size
         return execution
 
@@ -269,7 +355,7 @@ class StatementLog:
         if session.log_id not in self.logged_sessions:
             self.logged_sessions.add(session.log_id)
             self._add(SESSIONS.id, (session.log_id, session.get_var("application_name"), session.user,
-                                    session.connected_at))
+                                    _us(session.connected_at)))
         redacted = redact_statement(info.sql)
         self._add(PREPARED.id, (info.id, session.log_id, info.name, info.sql, redacted,
                                 hashlib.sha256(info.sql.encode()).digest(), info.statement_type,
@@ -278,9 +364,10 @@ class StatementLog:
         info.logged = True
         self.collected_prepared.discard(info.id)  # type: ignore[arg-type]
 
-    def lifecycle(self, execution: Execution | None, event: str, at: datetime | None = None) -> None:
+    def lifecycle(self, execution: Execution | None, event: str) -> None:
         if execution is not None:
-            self._add(LIFECYCLE.id, (execution.id, event, at or _now()), size=64)
+            self._lifecycle.append((execution.id, event, _now_us()))
+            self.buffered_bytes += _LIFECYCLE_SIZE
 
     def end(self, execution: Execution | None, status: str, *, error: str | None = None,
             rows: int | None = None, result_size: int | None = None, strategy: str | None = None,
@@ -289,29 +376,17 @@ class StatementLog:
         if execution is None:
             return
         try:
-            self._end(execution, status, error, rows, result_size, strategy, timestamp)
+            if self.running.pop(execution.id, None) is None:  # the running row was written
+                self._executions.retracted.append(execution.row())
+                self.buffered_bytes += execution.size
+            ok = status == "success"
+            self._executions.added.append(execution.row(
+                _now_us(), ok, status == "canceled", status == "aborted",
+                error if status in ("error", "aborted") else None, rows if ok else None, strategy == "fast-path",
+                timestamp, status, strategy, result_size if ok else None))
+            self.buffered_bytes += len(error) if error else 0
         except Exception:  # noqa: BLE001 - the log must not fail a statement
             log.exception("statement log: recording an execution's end")
-
-    def _end(self, execution: Execution, status: str, error: str | None, rows: int | None,
-             result_size: int | None, strategy: str | None, timestamp: int | None) -> None:
-        now = _now()
-        row = list(execution.row)
-        if self.running.pop(execution.id, None) is None:
-            self._add(EXECUTIONS.id, tuple(row), -1, size=execution.size)  # the running row was written
-        ok = status == "success"
-        row[_I["finished_at"]] = now
-        row[_I["was_successful"]] = ok
-        row[_I["was_canceled"]] = status == "canceled"
-        row[_I["was_aborted"]] = status == "aborted"
-        row[_I["error_message"]] = error if status in ("error", "aborted") else None
-        row[_I["rows_returned"]] = rows if ok else None
-        row[_I["was_fast_path"]] = strategy == "fast-path"
-        row[_I["execution_timestamp"]] = timestamp
-        row[_I["finished_status"]] = status
-        row[_I["execution_strategy"]] = strategy
-        row[_I["result_size"]] = result_size if ok else None
-        self._add(EXECUTIONS.id, tuple(row), size=execution.size + (len(error) if error else 0))
 
     # -- buffer --------------------------------------------------------------------------
 
@@ -322,14 +397,11 @@ class StatementLog:
             return False
         return True
 
-    def _add(self, builtin_id: str, row: Row, diff: int = 1, size: int | None = None) -> None:
-        self.updates.setdefault(builtin_id, []).append((row, diff))
+    def _add(self, builtin_id: str, row: Row, size: int | None = None) -> None:
+        self._buffer(builtin_id).added.append(row)
         self.buffered_bytes += _bytes(row) if size is None else size
 
-    def _take_tokens(self, size: int) -> bool:
-        rate = int(self._system("statement_logging_target_data_rate") or 0)
-        if rate <= 0:
-            return True
+    def _take_tokens(self, size: int, rate: int) -> bool:
         now = time.monotonic()
         self._tokens = min(float(rate), self._tokens + (now - self._tokens_at) * rate)
         self._tokens_at = now
@@ -338,39 +410,41 @@ class StatementLog:
         self._tokens -= size
         return True
 
-    def _take(self) -> dict[str, list[tuple[Row, int]]]:
+    def _take(self) -> dict[str, _Buffer]:
         """The buffer's updates, running rows included (they are flushed from now on)."""
-        out, self.updates = self.updates, {}
+        out = {bid: buf for bid, buf in self.updates.items() if len(buf)}
+        for execution in self.running.values():
+            self._executions.added.append(execution.row())
+            execution.flushed = True
         if self.running:
-            rows = out.setdefault(EXECUTIONS.id, [])
-            for execution in self.running.values():
-                rows.append((tuple(execution.row), 1))
-                execution.flushed = True
-            self.running = {}
+            out[EXECUTIONS.id] = self._executions
+        self.running = {}
+        self.updates = {}
+        self._lifecycle = self._buffer(LIFECYCLE.id).added
+        self._executions = self._buffer(EXECUTIONS.id)
         self.buffered_bytes = 0
         return out
 
     async def flush(self) -> int:
         """Write the buffer as one group commit; returns the rows written."""
-        from weir.adapter.coordinator import _builtin_updates
-
         batch = self._take()
         if not batch:
             return 0
         try:
             # building Arrow tables of a few thousand rows takes milliseconds: not on the loop
             tables = await asyncio.get_running_loop().run_in_executor(
-                None, lambda: {bid: _builtin_updates(by_id(bid), rows) for bid, rows in batch.items() if rows})
+                None, lambda: {bid: _batch(by_id(bid), buf.added, buf.retracted) for bid, buf in batch.items()})
             await self.coord.storage.append(tables)
         except BaseException:
-            for bid, rows in batch.items():  # keep them for the next attempt, bounded
-                kept = self.updates.setdefault(bid, [])
-                for r in rows:
-                    if self._fits(_bytes(r[0])):
-                        kept.append(r)
-                        self.buffered_bytes += _bytes(r[0])
+            for bid, buf in batch.items():  # keep them for the next attempt, bounded
+                kept = self._buffer(bid)
+                for rows, into in ((buf.added, kept.added), (buf.retracted, kept.retracted)):
+                    for r in rows:
+                        if self._fits(_bytes(r)):
+                            into.append(r)
+                            self.buffered_bytes += _bytes(r)
             raise
-        return sum(len(r) for r in batch.values())
+        return sum(len(buf) for buf in batch.values())
 
     # -- background ----------------------------------------------------------------------
 
