@@ -146,7 +146,7 @@ _EXEC_FIXED = 2 * 40 + 17 * 8 + 2 * 12
 
 class _Ids:
     """Execution and prepared-statement ids: UUIDs (version 8, RFC 9562's custom layout) made
-    of 78 random bits drawn at startup and a 48-bit counter, so they are unique like random
+    of 74 random bits drawn at startup and a 48-bit counter, so they are unique like random
     ones without drawing 128 random bits per statement."""
 
     def __init__(self) -> None:
