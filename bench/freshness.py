@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import random
 import shutil
 import signal
@@ -59,16 +58,13 @@ if str(ROOT) not in sys.path:
 
 import psycopg  # noqa: E402
 
+from bench.common import load_avg, start_weir  # noqa: E402
 from tests.integration.server import WeirServer  # noqa: E402
 
 PROBE_BASE = 1_000_000_000
 DIM_ROWS = 1000
 Key = Any
 KeyFn = Callable[[tuple[str | None, ...]], Key]
-
-
-def load_avg() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -365,10 +361,7 @@ def main() -> int:
     results: list[Result] = []
     timing = dict(samples=args.samples, warmup=args.warmup, timeout=args.timeout, gap=tuple(args.gap))
     try:
-        t0 = time.monotonic()
-        weir.start()
-        print(f"weir started in {time.monotonic() - t0:.1f}s (port {weir.sql_port}, data {weir.data_dir})",
-              flush=True)
+        start_weir(weir)
         conn = weir.connect()
         writer = weir.connect()
         warm_up(conn, writer, weir.dsn, args.jvm_warmup, 0)

@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import load_avg, start_weir  # noqa: E402
 from bench.freshness import (  # noqa: E402
     FILTER_SQL,
     JOIN_SQL,
@@ -48,7 +49,6 @@ from bench.freshness import (  # noqa: E402
     Subscriber,
     create_mv,
     id_key,
-    load_avg,
     load_dim,
     load_table,
     measure,
@@ -88,10 +88,7 @@ def main() -> int:
     loads: dict[int, float] = {}
     started = time.monotonic()
     try:
-        t0 = time.monotonic()
-        weir.start()
-        print(f"weir started in {time.monotonic() - t0:.1f}s (port {weir.sql_port}, data {weir.data_dir})",
-              flush=True)
+        start_weir(weir)
         conn = weir.connect()
         writer = weir.connect()
         first = warm_up(conn, writer, weir.dsn, args.jvm_warmup, 0)  # probe numbers stay unique

@@ -26,7 +26,6 @@ import argparse
 import collections
 import os
 import pstats
-import re
 import shutil
 import signal
 import statistics
@@ -40,14 +39,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import TPS, run_pgbench, start_weir  # noqa: E402
 from tests.integration.server import WeirServer  # noqa: E402
 from tests.pg_server import PgServer, start_pg_server  # noqa: E402
 
 MODES = ("simple", "extended", "prepared")
 GOAL_EXTENDED_TPS = 2000.0
-_TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.M)
-_FAILED = re.compile(r"^number of failed transactions: (\d+)", re.M)
-_PROCESSED = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
 
 
 def pgbench(script: Path, mode: str, host: str, port: int, user: str, db: str,
@@ -55,14 +52,7 @@ def pgbench(script: Path, mode: str, host: str, port: int, user: str, db: str,
     """Run pgbench; (tps, failed transactions, output). Raises if pgbench fails."""
     argv = ["pgbench", "-n", "-f", str(script), "-M", mode, "-c", str(clients),
             "-j", str(threads), "-T", str(duration), "-h", host, "-p", str(port), "-U", user, db]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 120,
-                         env={**os.environ, "PGCONNECT_TIMEOUT": "10"})
-    text = out.stdout + out.stderr
-    m = _TPS.search(text)
-    if out.returncode != 0 or m is None:
-        raise RuntimeError(f"pgbench {' '.join(argv)} failed (exit {out.returncode}):\n{text}")
-    failed = _FAILED.search(text)
-    return float(m.group(1)), int(failed.group(1)) if failed else 0, text
+    return run_pgbench(argv, duration + 120)
 
 
 class ProfiledWeirServer(WeirServer):
@@ -156,7 +146,7 @@ def profile_pyspy(pyspy: str, weir: WeirServer, script: Path, args: argparse.Nam
                        check=True)
     finally:
         out, _ = bench.communicate(timeout=duration + 120)
-    m = _TPS.search(out or "")
+    m = TPS.search(out or "")
     print(f"\n## py-spy profile of weir during pgbench -M extended ({m.group(1) if m else '?'} tps while sampled)")
     print(summarize_pyspy(raw))
     print(f"(raw stacks: {raw})")
@@ -201,9 +191,7 @@ def main() -> int:
     results: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     failed = 0
     try:
-        t0 = time.monotonic()
-        weir = WeirServer(base / "weir").start()
-        print(f"weir started in {time.monotonic() - t0:.1f}s (port {weir.sql_port}, data {weir.data_dir})")
+        weir = start_weir(WeirServer(base / "weir"))
         pg = start_pg_server()
         print(f"{pg.version} started (port {pg.port})")
         targets = {

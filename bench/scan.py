@@ -56,6 +56,7 @@ if str(ROOT) not in sys.path:
 
 import psycopg  # noqa: E402
 
+from bench.common import load_avg, start_weir  # noqa: E402
 from tests.integration.server import WeirServer  # noqa: E402
 
 QUERY = ("SELECT grp, count(*), sum(amount) FROM scan_bench "
@@ -347,17 +348,13 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks
 
     base = Path(tempfile.mkdtemp(prefix="weir-bench-scan-"))
-    load_avg = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    print(f"load average at start: {load_avg} (2 cores, shared: other load skews the timings)")
+    print(f"load average at start: {load_avg()} (2 cores, shared: other load skews the timings)")
     print(f"query: {QUERY}\n", flush=True)
     weir = WeirServer(base / "weir")
     spark = None
     profile_text = None
     try:
-        t0 = time.monotonic()
-        weir.start()
-        print(f"weir started in {time.monotonic() - t0:.1f}s (port {weir.sql_port}, data {weir.data_dir})",
-              flush=True)
+        start_weir(weir)
         conn = weir.connect()
         conn.execute(DDL)
         load_secs, how = load(conn, args.rows, args.batch)

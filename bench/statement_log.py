@@ -60,6 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.common import PROCESSED, TPS, load_avg, run_pgbench, start_weir  # noqa: E402
 from tests.integration.server import WeirServer  # noqa: E402
 
 GOAL_RATIO = 0.97
@@ -68,9 +69,6 @@ LOGGED, UNLOGGED = 0.99, 0.0
 LOOKUP = "SELECT * FROM t WHERE id = {}"
 HISTORY_BUILTINS = ("mz_statement_execution_history_raw", "mz_statement_lifecycle_history_raw",
                     "mz_prepared_statement_history_raw", "mz_session_history_raw")
-_TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.M)
-_FAILED = re.compile(r"^number of failed transactions: (\d+)", re.M)
-_PROCESSED = re.compile(r"^number of transactions actually processed: (\d+)", re.M)
 _LATENCY = re.compile(r"^latency average = ([0-9.]+) ms", re.M)
 _LAG = re.compile(r"^rate limit schedule lag: avg ([0-9.]+) \(max ([0-9.]+)\) ms", re.M)
 SERIES = {  # /metrics sample -> short name
@@ -131,14 +129,8 @@ def pgbench(script: Path, weir: WeirServer, args: argparse.Namespace, duration: 
     if rate is not None:
         argv += ["-R", f"{rate / per_txn:.0f}", "-l"]
     argv.append("materialize")
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=duration + 120, cwd=logdir,
-                         env={**os.environ, "PGCONNECT_TIMEOUT": "10"})
-    text = out.stdout + out.stderr
-    m = _TPS.search(text)
-    if out.returncode != 0 or m is None:
-        raise RuntimeError(f"pgbench {' '.join(argv)} failed (exit {out.returncode}):\n{text}")
-    failed = _FAILED.search(text)
-    processed = _PROCESSED.search(text)
+    tps, failed, text = run_pgbench(argv, duration + 120, cwd=logdir)
+    processed = PROCESSED.search(text)
     lat = _LATENCY.search(text)
     lag = _LAG.search(text)
     latencies: list[int] = []
@@ -148,8 +140,8 @@ def pgbench(script: Path, weir: WeirServer, args: argparse.Namespace, duration: 
             if len(parts) >= 3 and parts[2].isdigit():
                 latencies.append(int(parts[2]))  # client, txn no, latency us, script, epoch s, us[, lag]
         f.unlink()
-    return (float(m.group(1)), int(processed.group(1)) if processed else 0,
-            int(failed.group(1)) if failed else 0, float(lat.group(1)) if lat else float("nan"),
+    return (tps, int(processed.group(1)) if processed else 0,
+            failed, float(lat.group(1)) if lat else float("nan"),
             float(lag.group(1)) if lag else None, latencies, text)
 
 
@@ -182,10 +174,6 @@ def fmt_rate(x: float) -> str:
     return f"{x:,.0f}"
 
 
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def run_alternating(weir: WeirServer, conn, workload: Workload, args: argparse.Namespace, rounds: int,  # noqa: ANN001
                     duration: int, gap: float, *, rate: float | None, logdir: Path) -> list[Run]:
     runs: list[Run] = []
@@ -214,7 +202,7 @@ def run_alternating(weir: WeirServer, conn, workload: Workload, args: argparse.N
                   + (f"  FAILED {failed}" if failed else "")
                   + (f"  throttled {deltas['throttled']:.0f}" if deltas["throttled"] else "")
                   + (f"  DROPPED {deltas['dropped']:.0f}" if deltas["dropped"] else "")
-                  + f"  [load {load()}]", flush=True)
+                  + f"  [load {load_avg()}]", flush=True)
             if workload.lookups and processed and deltas["fast_path"] < 0.9 * processed:
                 print(f"    WARNING: {processed} transactions but only {deltas['fast_path']:.0f} fast-path reads")
             time.sleep(gap)
@@ -288,7 +276,7 @@ def profile(pyspy: str, weir: WeirServer, conn, workload: Workload, args: argpar
                            timeout=duration + 60, check=True)
         finally:
             out, _ = bench.communicate(timeout=duration + 120)
-        m = _TPS.search(out or "")
+        m = TPS.search(out or "")
         print(f"\n## py-spy of weir, {workload.name}, {side} ({m.group(1) if m else '?'} tps while sampled)")
         print(summarize_pyspy(raw, top=40))
         keep = Path(tempfile.gettempdir()) / f"weir-bench-stmtlog-pyspy-{side}.txt"
@@ -340,12 +328,10 @@ def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="weir-bench-stmtlog-"))
     all_wl = workloads(base, args.rows)
     chosen = [all_wl[n.strip()] for n in args.workloads.split(",") if n.strip()]
-    print(f"load average at start: {load()} (2 cores, shared)")
+    print(f"load average at start: {load_avg()} (2 cores, shared)")
     weir = WeirServer(base / "weir")
     try:
-        t0 = time.monotonic()
-        weir.start()
-        print(f"weir started in {time.monotonic() - t0:.1f}s (port {weir.sql_port}, data {weir.data_dir})")
+        start_weir(weir)
         conn = weir.connect()
         conn.execute("SET statement_history_sample_rate = 0")  # the control session is not measured
         interval = conn.execute("SHOW statement_log_flush_interval").fetchone()[0]
@@ -376,7 +362,7 @@ def main() -> int:
         for wl in chosen:
             print(f"\n# workload {wl.name}: {wl.what}, {wl.per_txn} statement(s) per transaction")
             print(f"pgbench -n -M prepared -c {args.clients} -j {args.threads} -T {args.duration}, "
-                  f"{args.rounds} round(s) per side, alternating [load {load()}]")
+                  f"{args.rounds} round(s) per side, alternating [load {load_avg()}]")
             runs = run_alternating(weir, conn, wl, args, args.rounds, args.duration, gap, rate=None, logdir=base)
             all_runs += runs
             full = summarize(runs, f"{wl.name}, unthrottled: {args.clients} clients, "
@@ -385,7 +371,7 @@ def main() -> int:
             if args.rate > 0 and args.rate_rounds > 0:
                 if full["off_stmt"] > args.rate * 1.05:
                     print(f"\n{wl.name}, rate-limited: pgbench -R {args.rate / wl.per_txn:.0f} "
-                          f"({args.rate:,.0f} statements/s), {args.rate_rounds} round(s) per side [load {load()}]")
+                          f"({args.rate:,.0f} statements/s), {args.rate_rounds} round(s) per side [load {load_avg()}]")
                     lruns = run_alternating(weir, conn, wl, args, args.rate_rounds, args.duration, gap,
                                             rate=args.rate, logdir=base)
                     all_runs += lruns
@@ -452,7 +438,7 @@ def main() -> int:
                       f"{limited.get('on_p50', 0):.2f} / {limited.get('off_p50', 0):.2f} ms, p99 "
                       f"{limited.get('on_p99', 0):.2f} / {limited.get('off_p99', 0):.2f} ms (logged / unlogged); "
                       f"dropped {limited['dropped']:.0f}")
-        print(f"shards on disk: +{iceberg_per_s / 1e3:,.0f} kB/s of logged runs; load average at the end: {load()}")
+        print(f"shards on disk: +{iceberg_per_s / 1e3:,.0f} kB/s of logged runs; load average at the end: {load_avg()}")
         return 0
     finally:
         weir.stop()
