@@ -10,7 +10,7 @@
 2. The Parquet files of the table's shard are listed with ShardStore.data_files (the
    server's SQLite catalog and warehouse; shard id from mz_catalog.mz_tables), and a plain
    SparkSession is started in this process with the replica's settings
-   (weir.compute.engine.spark_conf for size '1': local[1], ANSI, Arrow, ...).
+   (weir.compute.replica.engine.spark_conf for size '1': local[1], ANSI, Arrow, ...).
    Meanwhile the storage controller makes its first compaction pass over the new data
    (every 30s), which must not fall into the timed runs: the script waits it out.
 3. Timed runs, interleaved (weir, spark, spark, weir, ...) so that both see the same
@@ -269,7 +269,7 @@ def fmt(xs: list[float]) -> str:
 def start_spark() -> Any:
     from pyspark.sql import SparkSession
 
-    from weir.compute.engine import spark_conf
+    from weir.compute.replica.engine import spark_conf
     from weir.compute.sizes import resolve_size
 
     builder = SparkSession.builder
@@ -441,7 +441,7 @@ def main() -> int:
         weir.stop()
 
         # diagnostic: weir's replica code path vs plain, same JVM, weir stopped
-        from weir.compute.engine import SparkEngine
+        from weir.compute.replica.engine import SparkEngine
         from weir.compute.sizes import resolve_size
 
         engine = SparkEngine(resolve_size("1"))  # getOrCreate: the session above

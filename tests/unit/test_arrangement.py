@@ -7,7 +7,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from weir.compute.arrangement import RETAIN_MS, Arrangement, FastPath, NotFastPath
+from weir.compute.replica.arrangement import RETAIN_MS, Arrangement, FastPath, NotFastPath
 
 SCHEMA = pa.schema([("id", pa.int32()), ("name", pa.string()), ("amount", pa.decimal128(10, 2))])
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from weir.compute.dataflow import DataflowSpec
-from weir.compute.dataflow_control import DataflowControl, InstalledDataflow
-from weir.compute.linear import NotLinear, linear_rewrite
+from weir.compute.controller.dataflows import DataflowControl, InstalledDataflow
 from weir.compute.protocol import Message
+from weir.compute.replica.dataflow import DataflowSpec
+from weir.compute.replica.linear import NotLinear, linear_rewrite
 from weir.errors import WeirError
 
 VIEWS = {"weir_u1": ["a", "b"], "weir_u2": ["a", "b"]}
@@ -88,7 +88,7 @@ class _Conn:
 
 def test_controller_replays_dataflows_and_hands_out_epochs() -> None:
     replicas = {r: SimpleNamespace(replica_id=r, cluster_id="c1", conn=None) for r in ("r1", "r2")}
-    control = DataflowControl(SimpleNamespace(_replicas=replicas), epoch=7)  # type: ignore[arg-type]
+    control = DataflowControl(SimpleNamespace(replicas=replicas), epoch=7)  # type: ignore[arg-type]
     e1 = control.next_epoch("c1")
     replicas["r1"].conn = _Conn(replicas["r1"])
     df = InstalledDataflow("c1", "u9", "SELECT 1", [], "u9", as_of=100, strategy="recompute")

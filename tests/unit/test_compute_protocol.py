@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from weir.compute import protocol as P
-from weir.compute.engine import query_expr, stored_ddl
-from weir.compute.errors import clean_message, translate
+from weir.compute.replica.engine import query_expr, stored_ddl
+from weir.compute.replica.errors import clean_message, translate
 from weir.compute.sizes import resolve_size
 from weir.errors import WeirError
 from weir.types import parse_type

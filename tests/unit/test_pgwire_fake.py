@@ -112,6 +112,30 @@ class FakeSession:
     def split(self, sql: str) -> list[str]:
         return [s.strip() for s in sql.split(";") if s.strip()]
 
+    def first_syntax_error(self, texts: list[str]) -> Exception | None:
+        from weir.sql import parse
+
+        for text in texts:
+            try:
+                parse.parse_one(text)
+            except WeirError as e:
+                if e.sqlstate == SqlState.SYNTAX_ERROR:
+                    return e
+            except Exception:  # noqa: BLE001
+                pass
+        return None
+
+    def ends_transaction(self, sql: str) -> bool:
+        from weir.sql import parse
+        from weir.sql import statements as st
+
+        try:
+            parsed = parse.parse_one(sql)
+        except Exception:  # noqa: BLE001
+            return True
+        return isinstance(parsed, st.Empty) or (
+            isinstance(parsed, st.Transaction) and parsed.action in ("commit", "rollback"))
+
     async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> PreparedStatement:
         text = sql.strip().rstrip(";").strip()
         low = text.lower()

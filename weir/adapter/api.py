@@ -113,6 +113,14 @@ class Session(Protocol):
     def split(self, sql: str) -> list[str]:
         """Split a simple-query string into statement texts (empty list if blank)."""
 
+    def first_syntax_error(self, texts: list[str]) -> Exception | None:
+        """The first 42601 among a simple query's statements (PostgreSQL parses the whole
+        string before running any of it), or None."""
+
+    def ends_transaction(self, sql: str) -> bool:
+        """COMMIT / ROLLBACK / END / ABORT or an empty query: what a failed transaction
+        block still accepts (an unparseable text too: prepare reports it)."""
+
     async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> PreparedStatement:
         """Parse/plan one statement (raises WeirError 42601 for syntax errors, and for a
         string with more than one statement). `name`: the prepared statement's name

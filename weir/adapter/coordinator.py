@@ -208,7 +208,7 @@ class Coordinator(api.Coordinator):
                 diff.subtract(old)
                 rows = [(r, d) for r, d in diff.items() if d != 0]
                 if rows:
-                    updates[b.id] = _builtin_updates(b, rows)
+                    updates[b.id] = builtin_updates(b, rows)
                 self._builtin_rows[b.id] = new
             if updates:
                 await self.storage.append(updates)
@@ -419,7 +419,7 @@ def _hashable(row: Any) -> tuple[Any, ...]:
     return tuple(tuple(v) if isinstance(v, list) else v for v in row)
 
 
-def _builtin_updates(b: BuiltinTable, rows: list[tuple[tuple[Any, ...], int]]) -> pa.Table:
+def builtin_updates(b: BuiltinTable, rows: list[tuple[tuple[Any, ...], int]]) -> pa.Table:
     arrays = {}
     columns = list(zip(*(r for r, _ in rows), strict=True)) if rows else [()] * len(b.columns)
     for (name, t), column in zip(b.columns, columns, strict=True):

@@ -93,7 +93,7 @@ async def execute(session: Session, stmt: st.Statement) -> api.Command:
     raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{stmt.kind} not yet supported")
 
 
-def _target_schema(session: Session, parts: list[str]) -> tuple[str, str]:
+def target_schema(session: Session, parts: list[str]) -> tuple[str, str]:
     """(schema id, object name) for a name being created."""
     coord = session.coord
     if len(parts) == 1:
@@ -147,7 +147,7 @@ async def _create_table(session: Session, stmt: st.CreateTable) -> api.Command:
     coord = session.coord
     create = stmt.expr
     parts = table_parts(create.this.this)
-    schema_id, name = _target_schema(session, parts)
+    schema_id, name = target_schema(session, parts)
     if coord.catalog.find_item(schema_id, name) is not None and create.args.get("exists"):
         session.notice(f'relation "{name}" already exists, skipping')
         return api.Command("CREATE TABLE")
@@ -161,7 +161,7 @@ async def _create_view(session: Session, stmt: st.CreateView) -> api.Command:
     create = stmt.expr
     target = create.this.this if isinstance(create.this, exp.Schema) else create.this
     parts = table_parts(target)
-    schema_id, name = _target_schema(session, parts)
+    schema_id, name = target_schema(session, parts)
     body = create.expression
     resolver = coord.resolver(session)
     qualified = qualify_for_storage(body, resolver)

@@ -115,7 +115,7 @@ async def explain(session: Session, stmt: st.Explain) -> api.Rows:
         return await _one("Raw Plan", text)
     ts = session.coord.oracle.read_ts()
     plan = query.plan_peek(session, q, ts)
-    inputs = [query._input_spec(d, [], ts, False) for d in plan.inputs.values()]  # noqa: SLF001
+    inputs = [query.input_spec(d, [], ts, False) for d in plan.inputs.values()]
     result = await session.coord.compute.peek(plan.cluster_id, "EXPLAIN EXTENDED " + plan.spark_sql, inputs, None)
     table = await result.collect()
     full = table.column(0)[0].as_py() if table.num_rows else ""

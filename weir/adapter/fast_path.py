@@ -3,7 +3,7 @@ index key, a filter, a projection, ORDER BY and/or LIMIT is answered from the
 index's arrangement in replica memory, with no Spark job (as in Materialize).
 
 `plan` decides and translates: the WHERE clause becomes the small expression
-tree `weir.compute.arrangement.compile_filter` evaluates; key equalities become
+tree `weir.compute.replica.arrangement.compile_filter` evaluates; key equalities become
 lookups. Whatever it cannot translate exactly leaves the query on the slow path.
 """
 

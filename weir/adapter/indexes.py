@@ -73,13 +73,13 @@ def _definition(session: Session, desc: RelationDesc, keys: list[tuple[str, int 
         spark_sql = f"SELECT * FROM {desc.spark_name}"
         direct = True
     else:
-        spark_sql, inputs, _ = mviews._plan(session, sqlglot.parse_one(desc.view_sql, read="postgres"))  # noqa: SLF001
+        spark_sql, inputs, _ = mviews.plan_dataflow(session, sqlglot.parse_one(desc.view_sql, read="postgres"))
         direct = False
     positions = [p for _, p in keys]
     return {"on_id": desc.id, "keys": [k for k, _ in keys],
             "key_positions": [] if None in positions else positions,
             "columns": columns, "direct": direct, "spark_sql": spark_sql,
-            "inputs": mviews._dataflow_inputs(inputs)}  # noqa: SLF001
+            "inputs": mviews.dataflow_inputs(inputs)}
 
 
 async def create(session: Session, stmt: st.CreateIndex) -> api.Command:

@@ -48,15 +48,15 @@ def is_linear(q: exp.Expression) -> bool:
     return froms is not None and isinstance(froms.this, exp.Table)
 
 
-def _plan(session: Session, q: exp.Expression) -> tuple[str, dict[str, Any], list[str | None]]:
+def plan_dataflow(session: Session, q: exp.Expression) -> tuple[str, dict[str, Any], list[str | None]]:
     resolved = resolve(fold_typed_literals(q), session.coord.resolver(session))
     names = name_outputs(resolved.expr)
     body = substitute_session_functions(resolved.expr, session.context(None))
-    body = typed_division(body, query._spark_schema(resolved.inputs))  # noqa: SLF001
+    body = typed_division(body, query.spark_schema(resolved.inputs))
     return to_spark(body), resolved.inputs, names
 
 
-def _dataflow_inputs(inputs: dict[str, Any]) -> list[dict[str, Any]]:
+def dataflow_inputs(inputs: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"name": d.spark_name, "shard_id": sid,
              "columns": [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array else c.type.name,
                           "nullable": c.nullable} for c in d.columns]}
@@ -64,11 +64,11 @@ def _dataflow_inputs(inputs: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Command:
-    from weir.adapter.ddl import _target_schema
+    from weir.adapter.ddl import target_schema
 
     coord = session.coord
     cat = coord.catalog
-    schema_id, name = _target_schema(session, stmt.name)
+    schema_id, name = target_schema(session, stmt.name)
     existing = cat.find_item(schema_id, name)
     if existing is not None and stmt.if_not_exists:
         session.notice(f'materialized view "{name}" already exists, skipping')
@@ -86,7 +86,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         if len(stmt.column_names) != len(columns):
             raise WeirError(SqlState.SYNTAX_ERROR, "materialized view specifies the wrong number of column names")
         columns = [api.Column(n, c.type) for n, c in zip(stmt.column_names, columns, strict=True)]
-    spark_sql, inputs, _ = _plan(session, qualified)
+    spark_sql, inputs, _ = plan_dataflow(session, qualified)
     if not inputs:
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "materialized views must read at least one relation")
     strategy = "linear" if is_linear(qualified) else "recompute"
@@ -97,7 +97,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
     item = cat.create_item(
         "materialized-view", schema_id, name, [ColumnDef(c.name, c.type) for c in columns], stmt.sql,
         {"query": qualified.sql(dialect="postgres"), "spark_sql": spark_sql, "strategy": strategy,
-         "inputs": _dataflow_inputs(inputs)},
+         "inputs": dataflow_inputs(inputs)},
         owner_id=session.role.id, cluster_id=cluster.id, dependencies=list(resolved.depends_on))
     try:
         await coord.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in columns],

@@ -95,7 +95,7 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
     return cols
 
 
-def _spark_schema(inputs: dict[str, RelationDesc]) -> dict[str, dict[str, str]]:
+def spark_schema(inputs: dict[str, RelationDesc]) -> dict[str, dict[str, str]]:
     return {d.spark_name: {c.name: c.type.spark_ddl for c in d.columns} for d in inputs.values()}
 
 
@@ -103,7 +103,7 @@ def plan_peek(session: Session, expr: exp.Expression, ts: int | None) -> PeekPla
     resolved = resolve(fold_typed_literals(expr), session.coord.resolver(session))
     names = name_outputs(resolved.expr)
     body = substitute_session_functions(resolved.expr, session.context(ts))
-    body = typed_division(body, _spark_schema(resolved.inputs))
+    body = typed_division(body, spark_schema(resolved.inputs))
     cluster = session.coord.current_cluster(session)
     return PeekPlan(to_spark(body), resolved.inputs, names, cluster.id)
 
@@ -129,7 +129,7 @@ async def describe(session: Session, expr: exp.Expression, param_types: list[PgT
     cache = session.coord.describe_cache
     if key in cache:
         return cache[key]
-    inputs = [_input_spec(desc, [], 0, False) for desc in plan.inputs.values()]
+    inputs = [input_spec(desc, [], 0, False) for desc in plan.inputs.values()]
     schema = await session.coord.compute.describe(plan.cluster_id, plan.spark_sql, inputs)
     columns = columns_from_schema(schema, plan.names, plan.inputs, cast_hints(bound))
     if len(cache) >= 1024:
@@ -138,7 +138,7 @@ async def describe(session: Session, expr: exp.Expression, param_types: list[PgT
     return columns
 
 
-def _input_spec(desc: RelationDesc, files: list[str], as_of: int, consolidate: bool) -> dict[str, Any]:
+def input_spec(desc: RelationDesc, files: list[str], as_of: int, consolidate: bool) -> dict[str, Any]:
     return {
         "name": desc.spark_name,
         "files": files,
@@ -291,14 +291,14 @@ async def _spark_peek(session: Session, resolved: Any, ts: int, cluster_id: str)
     coord = session.coord
     names = name_outputs(resolved.expr)
     body = substitute_session_functions(resolved.expr, session.context(ts))
-    body = typed_division(body, _spark_schema(resolved.inputs))
+    body = typed_division(body, spark_schema(resolved.inputs))
     inputs = []
     for sid, desc in resolved.inputs.items():
         if sid in coord.storage.collections:
             plan = await coord.storage.scan_plan(sid, ts)
-            inputs.append(_input_spec(desc, list(plan.files), ts, bool(plan.may_have_retractions)))
+            inputs.append(input_spec(desc, list(plan.files), ts, bool(plan.may_have_retractions)))
         else:
-            inputs.append({**_input_spec(desc, [], ts, False), "index": sid})
+            inputs.append({**input_spec(desc, [], ts, False), "index": sid})
     return await coord.compute.peek(cluster_id, to_spark(body), inputs, ts), names
 
 

@@ -193,6 +193,26 @@ class Session(api.Session):
     def split(self, sql: str) -> list[str]:
         return sqlparse.split(sql)
 
+    def first_syntax_error(self, texts: list[str]) -> WeirError | None:
+        for text in texts:
+            try:
+                self.coord.parse_cached(text)
+            except WeirError as e:
+                if e.sqlstate == SqlState.SYNTAX_ERROR:
+                    return e
+            except Exception:  # noqa: BLE001 - anything else is reported when the statement runs
+                pass
+        return None
+
+    def ends_transaction(self, sql: str) -> bool:
+        try:
+            parsed = self.coord.parse_cached(sql)
+        except Exception:  # noqa: BLE001 - not parseable: let prepare report it
+            return True
+        if isinstance(parsed, st.Empty):
+            return True  # an empty query is not refused either
+        return isinstance(parsed, st.Transaction) and parsed.action in ("commit", "rollback")
+
     async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> api.PreparedStatement:
         from weir.adapter import describe
         from weir.adapter.statement_log import PreparedInfo

@@ -35,13 +35,13 @@ def _cols(cols: list[tuple[str, Any, bool]]) -> list[ColumnDef]:
 
 
 async def create_source(session: Session, stmt: st.CreateSource) -> api.Command:
-    from weir.adapter.ddl import _target_schema
+    from weir.adapter.ddl import target_schema
 
     coord = session.coord
     cat = coord.catalog
     spec = parse_options(stmt.generator, stmt.options)
     relations = subsources(spec)
-    schema_id, name = _target_schema(session, stmt.name)
+    schema_id, name = target_schema(session, stmt.name)
     if cat.find_item(schema_id, name) is not None and stmt.if_not_exists:
         session.notice(f'source "{name}" already exists, skipping')
         return api.Command("CREATE SOURCE")

@@ -289,10 +289,10 @@ class StatementLog:
 
     def _append_now(self, builtin_id: str, rows: list[tuple[Row, int]]) -> None:
         """Live-session changes go out at once (the storage controller batches them)."""
-        from weir.adapter.coordinator import _builtin_updates
+        from weir.adapter.coordinator import builtin_updates
 
         try:
-            table = _builtin_updates(by_id(builtin_id), rows)
+            table = builtin_updates(by_id(builtin_id), rows)
             task = asyncio.get_running_loop().create_task(self.coord.storage.append({builtin_id: table}))
         except Exception:  # noqa: BLE001 - the log never fails a session
             log.exception("statement log: recording a session change")
@@ -516,12 +516,12 @@ class StatementLog:
             fixes += [(row, -n), (tuple(done), n)]
         stale = [(row, -n) for row, n in await self._contents(LIVE_SESSIONS.id)]
         updates = {}
-        from weir.adapter.coordinator import _builtin_updates
+        from weir.adapter.coordinator import builtin_updates
 
         if fixes:
-            updates[EXECUTIONS.id] = _builtin_updates(EXECUTIONS, fixes)
+            updates[EXECUTIONS.id] = builtin_updates(EXECUTIONS, fixes)
         if stale:
-            updates[LIVE_SESSIONS.id] = _builtin_updates(LIVE_SESSIONS, stale)
+            updates[LIVE_SESSIONS.id] = builtin_updates(LIVE_SESSIONS, stale)
         if updates:
             await self.coord.storage.append(updates)
         if fixes:
@@ -532,7 +532,7 @@ class StatementLog:
     async def apply_retention(self, max_age_ms: int) -> dict[str, int]:
         """Delete executions older than max_age, then the prepared statements and sessions
         nothing references any more."""
-        from weir.adapter.coordinator import _builtin_updates
+        from weir.adapter.coordinator import builtin_updates
 
         self._last_retention = time.monotonic()
         await self.flush()  # what is about to be judged must be in storage
@@ -553,7 +553,7 @@ class StatementLog:
         for b, rows in ((EXECUTIONS, old), (PREPARED, dead_prepared), (SESSIONS, dead_sessions),
                         (LIFECYCLE, lifecycle)):
             if rows:
-                updates[b.id] = _builtin_updates(b, [(r, -n) for r, n in rows])
+                updates[b.id] = builtin_updates(b, [(r, -n) for r, n in rows])
         if updates:
             await self.coord.storage.append(updates)
         self.collected_prepared.update(r[0] for r, _ in dead_prepared)

@@ -54,7 +54,7 @@ Commands (controller -> replica)
 - ``Describe{request_id, sql, inputs}``: the result schema, by analysis only.
 - ``Ping{nonce?}``: answered by ``Pong{nonce?}``.
 - ``CreateDataflow{dataflow_id, sql, inputs, output: {shard_id}, as_of, strategy}``:
-  maintain a materialized view (see weir.compute.dataflow). ``sql`` is Spark
+  maintain a materialized view (see weir.compute.replica.dataflow). ``sql`` is Spark
   SQL over temp views; ``inputs`` is a list of
   ``{"name": "weir_u3", "shard_id": "u3", "columns"?: [{"name", ...}]}`` (the
   shard's columns, renamed to ``columns``' names if given). The output shard
@@ -97,7 +97,7 @@ Responses (replica -> controller)
 - ``Status{replica_id, incarnation, heartbeat, time, pid, ui_url,
   active_peeks, dataflows, uptime_s}``: a heartbeat, once a second;
   ``dataflows`` maps each dataflow id to ``{write_frontier, strategy,
-  appended, lost, kept, followed, computed}`` (see weir.compute.dataflow).
+  appended, lost, kept, followed, computed}`` (see weir.compute.replica.dataflow).
 - ``Error{sqlstate, message, detail?, in_reply_to?}``: a command the replica
   could not understand or refuses.
 - ``DataflowCreated{dataflow_id, strategy, columns}``: the strategy it runs

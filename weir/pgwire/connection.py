@@ -69,7 +69,7 @@ class PgConnection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer_host = str(peer[0]) if isinstance(peer, tuple) and peer else "localhost"
-        self.server._register(self)
+        self.server.register(self)
         self.task = self.loop.create_task(self._run())
 
     def data_received(self, data: bytes) -> None:
@@ -183,7 +183,7 @@ class PgConnection(asyncio.Protocol):
             transport = self.transport
             if not self.closed and transport is not None and not transport.is_closing():
                 transport.write(bytes(self.out))
-                self.server._metric("bytes_sent", len(self.out))
+                self.server.metric("bytes_sent", len(self.out))
             self.out.clear()
 
     async def flush_and_drain(self) -> None:
@@ -271,7 +271,7 @@ class PgConnection(asyncio.Protocol):
         from weir.pgwire.query import QueryHandler
         from weir.pgwire.startup import startup
 
-        self.server._metric("connections_opened", 1)
+        self.server.metric("connections_opened", 1)
         try:
             try:
                 async with asyncio.timeout(self.server.auth_timeout):
@@ -308,5 +308,5 @@ class PgConnection(asyncio.Protocol):
         self.closed = True
         if self.transport is not None:
             self.transport.close()
-        self.server._unregister(self)
-        self.server._metric("connections_closed", 1)
+        self.server.unregister(self)
+        self.server.metric("connections_closed", 1)

@@ -36,8 +36,6 @@ from weir.pgwire.portals import (
     encoders_for,
     resolve_formats,
 )
-from weir.sql import parse as sql_parse
-from weir.sql import statements as st
 from weir.types import PgType
 
 log = logging.getLogger("weir.pgwire")
@@ -51,31 +49,6 @@ _EXTENDED = frozenset((_P, _B, _E, _D, _C, _H))
 
 class _StepFailed(Exception):
     """An error was already reported for this message."""
-
-
-def _first_syntax_error(texts: list[str]) -> WeirError | None:
-    """PostgreSQL parses a whole simple-query string before running any of it: a
-    syntax error in its third statement means the first two do not run either."""
-    for text in texts:
-        try:
-            sql_parse.parse_one(text)
-        except WeirError as e:
-            if e.sqlstate == SqlState.SYNTAX_ERROR:
-                return e
-        except Exception:  # noqa: BLE001 - anything else is reported when the statement runs
-            pass
-    return None
-
-
-def _is_transaction_exit(sql: str) -> bool:
-    """COMMIT / ROLLBACK (END, ABORT): what a failed transaction block still accepts."""
-    try:
-        parsed = sql_parse.parse_one(sql)
-    except Exception:  # noqa: BLE001 - not parseable: let prepare report it
-        return True
-    if isinstance(parsed, st.Empty):
-        return True  # an empty query is not refused either
-    return isinstance(parsed, st.Transaction) and parsed.action in ("commit", "rollback")
 
 
 def _in_failed_transaction() -> WeirError:
@@ -113,7 +86,7 @@ class QueryHandler:
 
     async def serve(self) -> None:
         conn = self.conn
-        metric = conn.server._metric
+        metric = conn.server.metric
         try:
             while True:
                 typ, body = await conn.read_message()
@@ -156,7 +129,7 @@ class QueryHandler:
         """ErrorResponse (after pending notices); any error fails the transaction."""
         self.send_notices()
         m.error_response(self.out, err)
-        self.conn.server._metric("errors", 1)
+        self.conn.server.metric("errors", 1)
         if err.severity in ("FATAL", "PANIC"):
             self.fatal = err
         try:
@@ -235,7 +208,7 @@ class QueryHandler:
         self.statements.pop("", None)
         await self.drop_portal("")
         conn = self.conn
-        conn.server._metric("queries", 1)
+        conn.server.metric("queries", 1)
         try:
             texts: list[str] | None = self.session.split(sql)
         except WeirError as e:
@@ -246,7 +219,7 @@ class QueryHandler:
             self.report(WeirError(SqlState.INTERNAL_ERROR, str(e) or type(e).__name__))
             texts = None
         if texts is not None and len(texts) > 1:
-            syntax_error = _first_syntax_error(texts)
+            syntax_error = self.session.first_syntax_error(texts)
             if syntax_error is not None:
                 self.report(syntax_error)
                 texts = None
@@ -373,7 +346,7 @@ class QueryHandler:
         r.end()
         if not name:
             self.statements.pop("", None)
-        if self.session.transaction_status == "E" and not _is_transaction_exit(sql):
+        if self.session.transaction_status == "E" and not self.session.ends_transaction(sql):
             raise _in_failed_transaction()  # as PostgreSQL's Parse does, before analysis
         stmt: PreparedStatement | None = None
 
@@ -429,7 +402,7 @@ class QueryHandler:
             await self.drop_portal("")
         stmt = self._statement(stmt_name)
         if self.session.transaction_status == "E" and (
-                stmt.plan is _EMPTY_PLAN or not _is_transaction_exit(stmt.sql)):
+                stmt.plan is _EMPTY_PLAN or not self.session.ends_transaction(stmt.sql)):
             raise _in_failed_transaction()
         if portal_name and portal_name in self.portals:
             raise WeirError(SqlState.DUPLICATE_CURSOR, f'cursor "{portal_name}" already exists')
@@ -487,7 +460,7 @@ class QueryHandler:
         max_rows = r.int32()
         r.end()
         portal = self._portal(name)
-        self.conn.server._metric("queries", 1)
+        self.conn.server.metric("queries", 1)
         status_before = self.session.transaction_status
         ok = await self.step(self._execute_portal, portal, max(max_rows, 0))
         if status_before != "I" and self.session.transaction_status == "I":

@@ -80,13 +80,13 @@ class PgServer:
             await self._server.wait_closed()
             self._server = None
 
-    def _register(self, conn: PgConnection) -> None:
+    def register(self, conn: PgConnection) -> None:
         self.connections.add(conn)
 
-    def _unregister(self, conn: PgConnection) -> None:
+    def unregister(self, conn: PgConnection) -> None:
         self.connections.discard(conn)
 
-    def _metric(self, name: str, amount: float) -> None:
+    def metric(self, name: str, amount: float) -> None:
         if self.metrics is not None:
             try:
                 self.metrics(name, amount)

@@ -59,7 +59,7 @@ async def startup(conn: PgConnection) -> Session | None:
         (code,) = struct.unpack_from("!i", body)
         if code == m.CANCEL_REQUEST_CODE and len(body) == 12:
             pid, key = struct.unpack_from("!II", body, 4)
-            conn.server._metric("cancel_requests", 1)
+            conn.server.metric("cancel_requests", 1)
             try:
                 conn.coordinator.cancel(pid, key)
             except Exception:
@@ -101,7 +101,7 @@ async def startup(conn: PgConnection) -> Session | None:
     try:
         await _authenticate(conn, user)
     except WeirError:
-        conn.server._metric("auth_failures", 1)
+        conn.server.metric("auth_failures", 1)
         raise
     conn.out += m.AUTH_OK
     try:

@@ -126,13 +126,13 @@ def _words(text: str) -> list[str]:
     return _WS.split(text.strip().rstrip(";").strip())
 
 
-def _ident(word: str) -> str:
+def ident(word: str) -> str:
     if len(word) >= 2 and word[0] == '"' and word[-1] == '"':
         return word[1:-1].replace('""', '"')
     return word.lower()
 
 
-def _name_parts(text: str) -> list[str]:
+def name_parts(text: str) -> list[str]:
     """Split a possibly-quoted dotted name: a."B".c -> ['a', 'B', 'c']."""
     parts, cur, quoted = [], "", False
     i = 0
@@ -172,7 +172,7 @@ def parse_one(sql: str) -> st.Statement:
         return st.Empty(sql)
     if len(parts) > 1:
         raise WeirError(SqlState.SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
-    return _parse_statement(parts[0])
+    return parse_statement(parts[0])
 
 
 _AS_OF = re.compile(r"\s+AS\s+OF\s+(AT\s+LEAST\s+)?(?P<expr>[^;]+?)\s*;?\s*$", re.IGNORECASE | re.DOTALL)
@@ -191,12 +191,12 @@ def split_as_of(text: str) -> tuple[str, st.AsOf | None]:
     return text[:m.start()], st.AsOf(expr, bool(m.group(1)))
 
 
-def _parse_statement(text: str) -> st.Statement:
+def parse_statement(text: str) -> st.Statement:
     text = pad_params(text)
     if head_word(text) in ("SELECT", "WITH", "VALUES", "(", "TABLE") and re.search(r"\bAS\s+OF\b", text, re.I):
         body, as_of = split_as_of(text)
         if as_of is not None:
-            inner = _parse_statement(body)
+            inner = parse_statement(body)
             if not isinstance(inner, st.Query):
                 raise WeirError(SqlState.SYNTAX_ERROR, "AS OF is only allowed on queries")
             inner.as_of = as_of
@@ -333,7 +333,7 @@ def _parse_set_words(text: str) -> st.Statement:
     if not m:
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in SET: {text}")
     local = (m.group(1) or "").strip().upper() == "LOCAL"
-    name = _ident(m.group(2))
+    name = ident(m.group(2))
     raw = m.group(3).strip()
     if name in ("transaction", "session"):
         return st.SetVariable(text, "transaction_isolation", _isolation(raw), local)
@@ -343,13 +343,13 @@ def _parse_set_words(text: str) -> st.Statement:
         return st.SetVariable(text, "timezone", _string_literal(raw[4:].strip()), local)
     if raw.upper() == "DEFAULT":
         return st.SetVariable(text, name, None, local)
-    values = [_string_literal(v.strip()) for v in _split_commas(raw)]
+    values = [_string_literal(v.strip()) for v in split_commas(raw)]
     return st.SetVariable(text, name, ", ".join(values), local)
 
 
 def _parse_alter_system(text: str, words: list[str], upper: list[str]) -> st.Statement:
     if len(upper) == 4 and upper[2] == "RESET":
-        return st.AlterSystem(text, _ident(words[3]))
+        return st.AlterSystem(text, ident(words[3]))
     if len(upper) > 3 and upper[2] == "SET":
         inner = _parse_set_words(re.sub(r"^\s*ALTER\s+SYSTEM\s+", "", text, flags=re.I))
         assert isinstance(inner, st.SetVariable)
@@ -359,7 +359,7 @@ def _parse_alter_system(text: str, words: list[str], upper: list[str]) -> st.Sta
     raise WeirError(SqlState.SYNTAX_ERROR, "expected SET or RESET after ALTER SYSTEM")
 
 
-def _split_commas(raw: str) -> list[str]:
+def split_commas(raw: str) -> list[str]:
     out, cur, q = [], "", False
     for ch in raw:
         if ch == "'":
@@ -401,7 +401,7 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
     if head == "RESET":
         if len(words) != 2:
             raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in RESET")
-        return st.ResetVariable(text, _ident(words[1]))
+        return st.ResetVariable(text, ident(words[1]))
     if head in ("BEGIN", "START"):
         iso = None
         if "ISOLATION" in upper:
@@ -430,7 +430,7 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
     if head == "DECLARE":
         from weir.sql.parse_subscribe import parse_declare
 
-        return parse_declare(text, _parse_statement)
+        return parse_declare(text, parse_statement)
     if head == "FETCH":
         from weir.sql.parse_subscribe import parse_fetch
 
@@ -444,30 +444,30 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
                      re.I | re.DOTALL)
         if not m:
             raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in PREPARE: PREPARE name [(type, ...)] AS statement")
-        types = [t.strip() for t in _split_commas(m.group(2))] if m.group(2) else []
-        return st.Prepare(text, _ident(m.group(1)), types, m.group(3))
+        types = [t.strip() for t in split_commas(m.group(2))] if m.group(2) else []
+        return st.Prepare(text, ident(m.group(1)), types, m.group(3))
     if head == "EXECUTE":
         m = re.match(r"^EXECUTE\s+(\w+|\"[^\"]+\")\s*(?:\((.*)\))?\s*;?\s*$", text.strip(), re.I | re.DOTALL)
         if not m:
             raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in EXECUTE: EXECUTE name [(arg, ...)]")
         try:
-            args = [sqlglot.parse_one(a, read="postgres") for a in _split_commas(m.group(2) or "") if a.strip()]
+            args = [sqlglot.parse_one(a, read="postgres") for a in split_commas(m.group(2) or "") if a.strip()]
         except (ParseError, TokenError) as e:
             raise WeirError(SqlState.SYNTAX_ERROR, _parse_error_message(e, text)) from None
-        return st.ExecutePrepared(text, _ident(m.group(1)), args)
+        return st.ExecutePrepared(text, ident(m.group(1)), args)
     if head == "DEALLOCATE":
         rest = [w for w in words[1:] if w.upper() != "PREPARE"]
         if len(rest) != 1:
             raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in DEALLOCATE")
-        return st.Deallocate(text, None if rest[0].upper() == "ALL" else _ident(rest[0]))
+        return st.Deallocate(text, None if rest[0].upper() == "ALL" else ident(rest[0]))
     if head == "DISCARD":
         return st.Discard(text)
     if head == "CREATE" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
-        return st.CreateRole(text, _ident(words[2]), _role_options(words[3:]))
+        return st.CreateRole(text, ident(words[2]), _role_options(words[3:]))
     if head == "ALTER" and len(upper) > 1 and upper[1] == "SYSTEM":
         return _parse_alter_system(text, words, upper)
     if head == "ALTER" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
-        return st.AlterRole(text, _ident(words[2]), _role_options(words[3:]))
+        return st.AlterRole(text, ident(words[2]), _role_options(words[3:]))
     if head == "DROP" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
         return _parse_drop(text, "role", words[2:], qualified=False)
     if head in ("CREATE", "ALTER", "DROP") and len(upper) > 1 and upper[1] == "CLUSTER":
@@ -505,7 +505,7 @@ def _parse_drop(text: str, kind: str, rest: list[str], *, qualified: bool = True
     cascade = bool(rest) and rest[-1].upper() == "CASCADE"
     rest = [w for w in rest if w.upper() not in ("CASCADE", "RESTRICT")]
     names = [n.strip() for n in " ".join(rest).split(",") if n.strip()]
-    parts = [_name_parts(n) if qualified else [_ident(n)] for n in names]
+    parts = [name_parts(n) if qualified else [ident(n)] for n in names]
     return st.Drop(text, kind, parts, if_exists, cascade)
 
 
@@ -554,8 +554,8 @@ def _parse_grant(text: str, words: list[str], upper: list[str], revoke: bool) ->
     if sep not in upper or " ON " in f" {' '.join(upper)} ":
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "GRANT/REVOKE of object privileges not yet supported")
     k = upper.index(sep)
-    roles = [_ident(r.strip()) for r in " ".join(words[1:k]).split(",") if r.strip()]
-    members = [_ident(m.strip()) for m in " ".join(words[k + 1:]).split(",") if m.strip()]
+    roles = [ident(r.strip()) for r in " ".join(words[1:k]).split(",") if r.strip()]
+    members = [ident(m.strip()) for m in " ".join(words[k + 1:]).split(",") if m.strip()]
     if not roles or not members:
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in {'REVOKE' if revoke else 'GRANT'}")
     return st.GrantRole(text, roles, members, revoke)
@@ -576,14 +576,14 @@ def _parse_show(text: str, words: list[str], upper: list[str]) -> st.Statement:
     if what is None:
         if len(words) != 2:
             raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{words[2]}\"")
-        return st.ShowVariable(text, _ident(words[1]))
+        return st.ShowVariable(text, ident(words[1]))
     tail_words = words[1 + consumed:]
     tail_upper = [w.upper() for w in tail_words]
     show = st.ShowObjects(text, what)
     i = 0
     while i < len(tail_words):
         if tail_upper[i] in ("FROM", "IN", "ON") and i + 1 < len(tail_words):
-            show.from_name = _name_parts(tail_words[i + 1])
+            show.from_name = name_parts(tail_words[i + 1])
             i += 2
         elif tail_upper[i] == "LIKE" and i + 1 < len(tail_words):
             show.like = _string_literal(" ".join(tail_words[i + 1:]))

@@ -26,7 +26,7 @@ def parse_create_source(text: str) -> st.Statement:
                             "only LOAD GENERATOR sources are supported (COUNTER, AUCTION, TPCH)")
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE SOURCE: {text}")
     opts: dict[str, str] = {}
-    for part in parse._split_commas(m.group("opts") or ""):
+    for part in parse.split_commas(m.group("opts") or ""):
         part = part.strip()
         if not part:
             continue
@@ -36,9 +36,9 @@ def parse_create_source(text: str) -> st.Statement:
         opts[om.group(1).upper()] = om.group(2)
     tables = None
     if m.group("tables") is not None:
-        tables = [parse._ident(t.strip()) for t in m.group("tables").split(",") if t.strip()]
-    cluster = parse._ident(m.group("cluster")) if m.group("cluster") else None
-    return st.CreateSource(text, parse._name_parts(m.group("name")), m.group("gen").lower(), opts, tables,
+        tables = [parse.ident(t.strip()) for t in m.group("tables").split(",") if t.strip()]
+    cluster = parse.ident(m.group("cluster")) if m.group("cluster") else None
+    return st.CreateSource(text, parse.name_parts(m.group("name")), m.group("gen").lower(), opts, tables,
                            cluster, bool(m.group("ine")))
 
 
@@ -52,7 +52,7 @@ def parse_explain(text: str) -> st.Statement:
     if m is None:
         body = text.strip()[len("EXPLAIN"):].strip()
         if re.match(r"^(SELECT|WITH|VALUES)\b", body, re.I):  # EXPLAIN <query> = physical plan
-            inner = parse._parse_statement(body)
+            inner = parse.parse_statement(body)
             if isinstance(inner, st.Query):
                 return st.Explain(text, "physical", [], inner.expr)
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in EXPLAIN: {text}")
@@ -64,8 +64,8 @@ def parse_explain(text: str) -> st.Statement:
     om = re.match(r"^(MATERIALIZED\s+VIEW|INDEX)\s+(\S+)$", body, re.I)
     if om:
         kind = "index" if om.group(1).upper() == "INDEX" else "materialized view"
-        return st.Explain(text, stage, opts, None, kind, parse._name_parts(om.group(2)))
-    inner = parse._parse_statement(body)
+        return st.Explain(text, stage, opts, None, kind, parse.name_parts(om.group(2)))
+    inner = parse.parse_statement(body)
     if not isinstance(inner, st.Query):
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "EXPLAIN needs a query, MATERIALIZED VIEW or INDEX")
     return st.Explain(text, stage, opts, inner.expr)
@@ -81,12 +81,12 @@ def parse_create_mv(text: str) -> st.Statement:
     m = _CREATE_MV.match(text.strip().rstrip(";"))
     if not m:
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE MATERIALIZED VIEW: {text}")
-    inner = parse._parse_statement(m.group("body"))
+    inner = parse.parse_statement(m.group("body"))
     if not isinstance(inner, st.Query) or inner.as_of is not None:
         raise WeirError(SqlState.SYNTAX_ERROR, "CREATE MATERIALIZED VIEW needs AS <query>")
-    cols = [parse._ident(c.strip()) for c in m.group("cols").split(",")] if m.group("cols") else None
-    return st.CreateMaterializedView(text, parse._name_parts(m.group("name")), inner.expr,
-                                     parse._ident(m.group("cluster")) if m.group("cluster") else None,
+    cols = [parse.ident(c.strip()) for c in m.group("cols").split(",")] if m.group("cols") else None
+    return st.CreateMaterializedView(text, parse.name_parts(m.group("name")), inner.expr,
+                                     parse.ident(m.group("cluster")) if m.group("cluster") else None,
                                      bool(m.group("ine")), bool(m.group("replace")), cols)
 
 
@@ -111,7 +111,7 @@ def parse_create_index(text: str) -> st.Statement:
         if default:
             raise WeirError(SqlState.SYNTAX_ERROR, "CREATE DEFAULT INDEX takes no key list")
         try:
-            keys = [sqlglot.parse_one(k, read="postgres") for k in parse._split_commas(m.group("keys"))
+            keys = [sqlglot.parse_one(k, read="postgres") for k in parse.split_commas(m.group("keys"))
                     if k.strip()]
         except ParseError as e:
             raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in index key: {e}") from None
@@ -123,6 +123,6 @@ def parse_create_index(text: str) -> st.Statement:
     if m.group("c1") and m.group("c2"):
         raise WeirError(SqlState.SYNTAX_ERROR, "IN CLUSTER given twice")
     cluster = m.group("c1") or m.group("c2")
-    return st.CreateIndex(text, parse._ident(m.group("name")) if m.group("name") else None,
-                          parse._name_parts(m.group("on")), keys,
-                          parse._ident(cluster) if cluster else None, bool(m.group("ine")))
+    return st.CreateIndex(text, parse.ident(m.group("name")) if m.group("name") else None,
+                          parse.name_parts(m.group("on")), keys,
+                          parse.ident(cluster) if cluster else None, bool(m.group("ine")))

@@ -68,7 +68,7 @@ class ReadHold:
     def release(self) -> None:
         if not self._released:
             self._released = True
-            self._controller._release(self)
+            self._controller.release_hold(self)
 
     def __enter__(self) -> ReadHold:
         return self
@@ -178,7 +178,7 @@ class StorageController:
             self.collections[sid].holds[hold.hold_id] = ts
         return hold
 
-    def _release(self, hold: ReadHold) -> None:
+    def release_hold(self, hold: ReadHold) -> None:
         for sid in hold.shard_ids:
             c = self.collections.get(sid)
             if c is not None:

@@ -200,7 +200,7 @@ class ShardStore:
     def _ident(self, shard_id: str) -> tuple[str, str]:
         return (NAMESPACE, shard_id)
 
-    def _load(self, shard_id: str) -> Table:
+    def load_table(self, shard_id: str) -> Table:
         for attempt in range(3):
             try:
                 return self.catalog.load_table(self._ident(shard_id))
@@ -233,14 +233,14 @@ class ShardStore:
         return Shard(self, table)
 
     def open_shard(self, shard_id: str) -> Shard:
-        return Shard(self, self._load(shard_id))
+        return Shard(self, self.load_table(shard_id))
 
     def shard_exists(self, shard_id: str) -> bool:
         return bool(self.catalog.table_exists(self._ident(shard_id)))
 
     def drop_shard(self, shard_id: str) -> None:
         """Drop the table and delete everything under its location."""
-        table = self._load(shard_id)
+        table = self.load_table(shard_id)
         self.catalog.drop_table(self._ident(shard_id))
         maintenance.delete_tree(table.location())
 
@@ -271,7 +271,7 @@ class Shard:
         return self._table
 
     def _refresh(self) -> None:
-        self._table = self._store._load(self.shard_id)
+        self._table = self._store.load_table(self.shard_id)
 
     def frontiers(self, refresh: bool = True) -> Frontiers:
         with self._lock:

@@ -15,7 +15,8 @@ from weir.compute import protocol as P
 from weir.errors import SqlState, WeirError
 
 if TYPE_CHECKING:
-    from weir.compute.controller import ComputeController, _Conn, _Event
+    from weir.compute.controller.compute_controller import ComputeController
+    from weir.compute.controller.connection import PeekEvent, ReplicaConnection
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ class BatchStream:
     """The rows of a peek as they arrive from the replica that answered first."""
 
     def __init__(self, controller: ComputeController, cluster_id: str, body: dict[str, Any],
-                 peek_id: str, conn: _Conn, queue: asyncio.Queue[_Event], schema: pa.Schema,
+                 peek_id: str, conn: ReplicaConnection, queue: asyncio.Queue[PeekEvent], schema: pa.Schema,
                  attempt: int) -> None:
         self._controller = controller
         self._cluster_id = cluster_id
@@ -68,7 +69,7 @@ class BatchStream:
                             f"replica {name} failed while returning the results of this query")
         log.info("peek %s: replica %s lost before its rows; reissuing", self._peek_id, name)
         try:
-            result = await self._controller._run_peek(self._cluster_id, self._body, self._attempt + 1)
+            result = await self._controller.run_peek(self._cluster_id, self._body, self._attempt + 1)
         except BaseException:
             self._done = True
             raise

@@ -27,7 +27,8 @@ from weir.compute import protocol as P
 from weir.errors import SqlState, WeirError
 
 if TYPE_CHECKING:
-    from weir.compute.controller import ComputeController, _Conn
+    from weir.compute.controller.compute_controller import ComputeController
+    from weir.compute.controller.connection import ReplicaConnection
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +85,11 @@ class DataflowControl:
     def writer_epoch(self, cluster_id: str) -> int | None:
         return self._cluster_epochs.get(cluster_id)
 
-    def _conns(self, cluster_id: str) -> list[_Conn]:
-        return [r.conn for r in self._ctl._replicas.values()
+    def _conns(self, cluster_id: str) -> list[ReplicaConnection]:
+        return [r.conn for r in self._ctl.replicas.values()
                 if r.cluster_id == cluster_id and r.conn is not None and not r.conn.closed]
 
-    def on_connected(self, conn: _Conn) -> None:
+    def on_connected(self, conn: ReplicaConnection) -> None:
         """Replay the announced uppers and the cluster's dataflows to a new connection."""
         if self.uppers:
             conn.out.send_nowait({"type": P.UPDATE_INPUT_FRONTIERS, "uppers": dict(self.uppers)})
@@ -99,7 +100,7 @@ class DataflowControl:
                     conn.out.send_nowait({"type": P.ALLOW_COMPACTION, "dataflow_id": df.dataflow_id,
                                           "since": df.since})
 
-    def on_lost(self, conn: _Conn) -> None:
+    def on_lost(self, conn: ReplicaConnection) -> None:
         for key, fut in list(self._drops.items()):
             if key[0] == id(conn) and not fut.done():
                 fut.set_result(None)
@@ -110,7 +111,7 @@ class DataflowControl:
             df.strategies.pop(replica_id, None)
             df.errors.pop(replica_id, None)
 
-    def on_message(self, conn: _Conn, msg: P.Message) -> bool:
+    def on_message(self, conn: ReplicaConnection, msg: P.Message) -> bool:
         """Handle a dataflow response; False if `msg` is not one."""
         kind, body = msg.type, msg.body
         if kind not in (P.FRONTIERS, P.DATAFLOW_CREATED, P.DATAFLOW_ERROR, P.DATAFLOW_DROPPED):
@@ -147,7 +148,7 @@ class DataflowControl:
                      strategy: str, index: Mapping[str, Any] | None = None) -> str:
         if dataflow_id in self.dataflows:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
-        conns = await self._ctl._ready_conns(cluster_id)
+        conns = await self._ctl.ready_connections(cluster_id)
         df = InstalledDataflow(cluster_id, dataflow_id, sql, [dict(i) for i in inputs],
                                output_shard_id, int(as_of), strategy,
                                dict(index) if index is not None else None)
@@ -217,7 +218,7 @@ class DataflowControl:
         if not changed:
             return
         body = {"type": P.UPDATE_INPUT_FRONTIERS, "uppers": changed}
-        for r in self._ctl._replicas.values():
+        for r in self._ctl.replicas.values():
             if r.conn is not None and not r.conn.closed:
                 r.conn.out.send_nowait(body)
 

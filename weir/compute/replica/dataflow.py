@@ -21,7 +21,7 @@ the replica's peek threads). One step of its loop:
    time from their Parquet files, consolidated) and each result is diffed in
    Spark against the previous one (the output's contents at U-1, cached;
    loaded from the output shard when unknown). "linear": the rewritten query
-   (weir.compute.linear) runs once over the inputs' updates in [U, T).
+   (weir.compute.replica.linear) runs once over the inputs' updates in [U, T).
 4. All diffs, each at its time, go into ONE compare_and_append(U -> T) with the
    replica's writer epoch; no change appends nothing but still advances the
    upper. A refused append means another replica won: the cached result is kept
@@ -46,11 +46,11 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from weir.compute import dataflow_io as io
 from weir.compute import protocol as P
-from weir.compute.engine import SparkEngine
-from weir.compute.errors import translate
-from weir.compute.linear import NotLinear, linear_rewrite
+from weir.compute.replica import dataflow_io as io
+from weir.compute.replica.engine import SparkEngine
+from weir.compute.replica.errors import translate
+from weir.compute.replica.linear import NotLinear, linear_rewrite
 from weir.errors import SqlState, WeirError
 from weir.storage.persist import Fenced, Shard, ShardStore, UpperMismatch
 from weir.storage.schema import Column

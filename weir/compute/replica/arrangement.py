@@ -42,7 +42,7 @@ def _hashable(v: Any) -> Any:
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
 
 
-def _rows(table: pa.Table, width: int) -> list[Row]:
+def arranged_rows(table: pa.Table, width: int) -> list[Row]:
     cols = [table.column(i).to_pylist() for i in range(width)]
     if any(pa.types.is_list(table.schema.field(i).type) for i in range(width)):
         cols = [[_hashable(v) for v in c] for c in cols]
@@ -92,7 +92,7 @@ class Arrangement:
             self.buckets.clear()
             self.history.clear()
             self.records = 0
-            for row, d in zip(_rows(snapshot, width), diffs, strict=True):
+            for row, d in zip(arranged_rows(snapshot, width), diffs, strict=True):
                 if d:
                     self._add(row, int(d))
             self.floor = as_of
@@ -105,7 +105,7 @@ class Arrangement:
         times = updates.column(TIME).to_pylist()
         diffs = updates.column(DIFF).to_pylist()
         with self._cond:
-            for row, t, d in zip(_rows(updates, width), times, diffs, strict=True):
+            for row, t, d in zip(arranged_rows(updates, width), times, diffs, strict=True):
                 if d:
                     self._add(row, int(d))
                     self.history.append((int(t), row, int(d)))

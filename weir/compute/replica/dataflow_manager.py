@@ -16,10 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from weir.compute import protocol as P
-from weir.compute.dataflow import Dataflow, DataflowSpec
-from weir.compute.engine import SparkEngine
-from weir.compute.errors import translate
-from weir.compute.index_dataflow import IndexDataflow
+from weir.compute.replica.dataflow import Dataflow, DataflowSpec
+from weir.compute.replica.engine import SparkEngine
+from weir.compute.replica.errors import translate
+from weir.compute.replica.index_dataflow import IndexDataflow
 from weir.errors import SqlState, WeirError
 from weir.storage.persist import ShardStore
 
@@ -29,7 +29,7 @@ DROP_TIMEOUT = 30.0
 
 
 class DataflowManager:
-    """Every dataflow of one replica; implements `weir.compute.dataflow.Host`."""
+    """Every dataflow of one replica; implements `weir.compute.replica.dataflow.Host`."""
 
     def __init__(self, engine: SparkEngine, send: Callable[[dict[str, Any]], None],
                  fatal: Callable[[str], None]) -> None:
@@ -190,7 +190,7 @@ class DataflowManager:
         """A fast-path peek at an index's arrangement (blocking: waits up to `wait` seconds
         for the arrangement to reach the peek's timestamp). Raises NotFastPath when the
         arrangement cannot answer; the adapter then runs the query on Spark."""
-        from weir.compute.arrangement import NotFastPath
+        from weir.compute.replica.arrangement import NotFastPath
 
         df = self.dataflows.get(str(body.get("index")))
         if not isinstance(df, IndexDataflow) or not df.prepared:
@@ -199,7 +199,7 @@ class DataflowManager:
 
     def index_contents(self, index_id: str, ts: int, wait: float) -> Any:
         """An index's contents at `ts` as Arrow, for a Spark peek that reads it (blocking)."""
-        from weir.compute.arrangement import NotFastPath
+        from weir.compute.replica.arrangement import NotFastPath
 
         df = self.dataflows.get(index_id)
         if not isinstance(df, IndexDataflow) or not df.prepared:

@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 from pyiceberg.conversions import from_bytes
 from pyiceberg.types import LongType
 
-from weir.compute.engine import query_expr, stored_ddl
-from weir.compute.linear import DIFF, TIME
+from weir.compute.replica.engine import query_expr, stored_ddl
+from weir.compute.replica.linear import DIFF, TIME
 from weir.storage.maintenance import local_path
 from weir.storage.persist import Frontiers, Shard
 from weir.storage.schema import DIFF_COL, TIME_COL, Column, from_storage, to_storage

@@ -15,22 +15,26 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
 
 from weir.compute import protocol as P
-from weir.compute.dataflow_control import DataflowControl
-from weir.compute.errors import OUT_OF_MEMORY
-from weir.compute.peek_results import BatchStream, PeekResult
+from weir.compute.controller.connection import (
+    IncarnationFn,
+    PeekEvent,
+    ReplicaConnection,
+    ReplicaGone,
+    ReplicaState,
+)
+from weir.compute.controller.dataflows import DataflowControl
+from weir.compute.controller.peeks import BatchStream, PeekResult
 from weir.compute.sizes import resolve_size
 from weir.errors import SqlState, WeirError
 
 log = logging.getLogger(__name__)
 
-IncarnationFn = Callable[[], "int | Awaitable[int]"]
-_Event = tuple["_Conn", "P.Message | None"]  # None: the connection was lost
 
 
 def _weir_error(err: Mapping[str, Any] | None) -> WeirError:
@@ -38,10 +42,6 @@ def _weir_error(err: Mapping[str, Any] | None) -> WeirError:
     return WeirError(str(err.get("sqlstate") or SqlState.INTERNAL_ERROR),
                      str(err.get("message") or "unknown replica error"),
                      detail=err.get("detail"), hint=err.get("hint"))
-
-
-class _ReplicaGone(Exception):
-    pass
 
 
 class Orchestrator(Protocol):
@@ -72,133 +72,6 @@ class ReplicaStatus:
     exit_code: int | None = None
 
 
-@dataclass
-class _Replica:
-    cluster_id: str
-    replica_id: str
-    size: str
-    incarnation_fn: IncarnationFn
-    incarnation: int | None = None
-    conn: _Conn | None = None
-    address: tuple[str, int] | None = None
-    alive: bool = False  # its process is up (between on_ready and on_exit)
-    pid: int | None = None
-    ui_url: str | None = None
-    last_heartbeat: float | None = None
-    last_status: dict[str, Any] = field(default_factory=dict)
-    reason: str | None = "starting"
-    exit_code: int | None = None
-    reconnect: asyncio.Task[None] | None = None
-
-
-class _Conn:
-    """One TCP connection to a replica: routes responses to waiting peeks."""
-
-    def __init__(self, controller: ComputeController, replica: _Replica,
-                 reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.controller = controller
-        self.replica = replica
-        self.reader = reader
-        self.out = P.MessageWriter(writer)
-        self.peeks: dict[str, asyncio.Queue[_Event]] = {}
-        self.describes: dict[str, asyncio.Future[P.Message]] = {}
-        self.closed = False
-        self.task: asyncio.Task[None] | None = None
-
-    async def handshake(self, incarnation: int, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        hello = await P.read_message(self.reader)
-        if hello is None or hello.type != P.HELLO:
-            raise P.ProtocolError(f"expected Hello, got {hello and hello.type}")
-        if hello.body.get("protocol") != P.PROTOCOL_VERSION:
-            raise P.ProtocolError(f"replica speaks protocol {hello.body.get('protocol')}, "
-                                  f"controller {P.PROTOCOL_VERSION}")
-        await self.out.send({"type": P.CREATE_INSTANCE, "replica_id": self.replica.replica_id,
-                             "incarnation": incarnation, **(extra or {})})
-        while True:
-            msg = await P.read_message(self.reader)
-            if msg is None:
-                raise ConnectionResetError("replica closed the connection during CreateInstance")
-            if msg.type == P.INSTANCE_CREATED:
-                return hello.body
-            if msg.type == P.ERROR:
-                raise P.ProtocolError(str(msg.body.get("message")))
-            self.dispatch(msg)
-
-    def start(self) -> None:
-        self.task = asyncio.create_task(self._read_loop(), name=f"conn-{self.replica.replica_id}")
-
-    async def _read_loop(self) -> None:
-        reason = "connection closed by replica"
-        try:
-            while (msg := await P.read_message(self.reader)) is not None:
-                self.dispatch(msg)
-        except (P.ProtocolError, ConnectionError, OSError) as e:
-            reason = f"connection lost: {e}"
-        except asyncio.CancelledError:
-            reason = "connection closed"
-        finally:
-            self.lost(reason)
-
-    def dispatch(self, msg: P.Message) -> None:
-        kind, body = msg.type, msg.body
-        if kind == P.STATUS:
-            self.replica.last_heartbeat = time.time()
-            self.replica.last_status = body
-            self.replica.ui_url = body.get("ui_url", self.replica.ui_url)
-        elif kind in (P.PEEK_RESPONSE, P.PEEK_BATCH, P.PEEK_DONE):
-            peek_id = str(body.get("peek_id"))
-            queue = self.peeks.get(peek_id)
-            if queue is not None:
-                queue.put_nowait((self, msg))
-                if kind == P.PEEK_DONE or (kind == P.PEEK_RESPONSE and body.get("status") != "rows"):
-                    self.peeks.pop(peek_id, None)
-        elif kind == P.DESCRIBE_RESPONSE:
-            fut = self.describes.pop(str(body.get("request_id")), None)
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
-        elif kind == P.ERROR:
-            log.warning("replica %s: %s", self.replica.replica_id, body.get("message"))
-        elif self.controller._dataflows.on_message(self, msg):
-            pass
-        elif kind != P.PONG:
-            log.warning("replica %s sent unexpected %s", self.replica.replica_id, kind)
-
-    def send_peek(self, peek_id: str, queue: asyncio.Queue[_Event], body: dict[str, Any]) -> bool:
-        if self.closed or self.out.closed:
-            return False
-        self.peeks[peek_id] = queue
-        self.out.send_nowait({**body, "peek_id": peek_id})
-        return True
-
-    def cancel_peek(self, peek_id: str) -> None:
-        if self.peeks.pop(peek_id, None) is not None and not self.closed:
-            self.out.send_nowait({"type": P.CANCEL_PEEK, "peek_id": peek_id})
-
-    def describe(self, request_id: str, body: dict[str, Any]) -> asyncio.Future[P.Message]:
-        fut: asyncio.Future[P.Message] = asyncio.get_running_loop().create_future()
-        if self.closed:
-            fut.set_exception(_ReplicaGone())
-            return fut
-        self.describes[request_id] = fut
-        self.out.send_nowait({**body, "request_id": request_id})
-        return fut
-
-    def lost(self, reason: str) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.out.close()
-        for queue in self.peeks.values():
-            queue.put_nowait((self, None))
-        self.peeks.clear()
-        for fut in self.describes.values():
-            if not fut.done():
-                fut.set_exception(_ReplicaGone())
-        self.describes.clear()
-        self.controller._dataflows.on_lost(self)
-        self.controller._conn_lost(self, reason)
-
-
 async def _maybe_await(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
@@ -217,7 +90,7 @@ class ComputeController:
         self.ready_timeout = ready_timeout
         self.peek_attempts = peek_attempts
         self.connect_timeout = connect_timeout
-        self._replicas: dict[str, _Replica] = {}
+        self.replicas: dict[str, ReplicaState] = {}
         self._changed = asyncio.Event()
         self._ids = itertools.count(1)
         self._stopping = False
@@ -229,10 +102,10 @@ class ComputeController:
                           config: dict[str, Any] | None = None) -> None:
         """Have the orchestrator run the replica; returns before Spark is up."""
         resolve_size(size, config)
-        if replica_id in self._replicas:
+        if replica_id in self.replicas:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"replica '{replica_id}' already exists")
-        r = _Replica(cluster_id, replica_id, str(size), incarnation_fn)
-        self._replicas[replica_id] = r
+        r = ReplicaState(cluster_id, replica_id, str(size), incarnation_fn)
+        self.replicas[replica_id] = r
         self._notify()
 
         async def on_start() -> int:
@@ -259,11 +132,11 @@ class ComputeController:
             await self.orchestrator.ensure_replica(replica_id, str(size), on_start, on_ready,
                                                    on_exit, config=config)
         except BaseException:
-            self._replicas.pop(replica_id, None)
+            self.replicas.pop(replica_id, None)
             raise
 
     async def drop_replica(self, replica_id: str) -> None:
-        r = self._replicas.pop(replica_id, None)
+        r = self.replicas.pop(replica_id, None)
         if r is None:
             return
         if r.reconnect is not None:
@@ -276,7 +149,7 @@ class ComputeController:
 
     async def stop(self) -> None:
         self._stopping = True
-        await asyncio.gather(*(self.drop_replica(r) for r in list(self._replicas)),
+        await asyncio.gather(*(self.drop_replica(r) for r in list(self.replicas)),
                              return_exceptions=True)
 
     def replica_statuses(self) -> list[ReplicaStatus]:
@@ -286,21 +159,21 @@ class ComputeController:
                 r.incarnation, r.pid, r.last_heartbeat, r.ui_url,
                 f"{r.address[0]}:{r.address[1]}" if r.address else None,
                 None if r.conn is not None else r.reason, r.exit_code)
-            for r in self._replicas.values()
+            for r in self.replicas.values()
         ]
 
     async def wait_for_replicas(self, cluster_id: str, timeout: float | None = None) -> int:
         """Wait until some replica of the cluster is online; returns how many are."""
-        return len(await self._ready_conns(cluster_id, timeout))
+        return len(await self.ready_connections(cluster_id, timeout))
 
     def _notify(self) -> None:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def _connect(self, r: _Replica, incarnation: int) -> None:
+    async def _connect(self, r: ReplicaState, incarnation: int) -> None:
         assert r.address is not None
         reader, writer = await asyncio.open_connection(*r.address)
-        conn = _Conn(self, r, reader, writer)
+        conn = ReplicaConnection(self, r, reader, writer)
         extra: dict[str, Any] = {"writer_epoch": self._dataflows.next_epoch(r.cluster_id)}
         if self.storage_config:
             extra["storage"] = self.storage_config
@@ -320,18 +193,22 @@ class ComputeController:
                  incarnation, r.pid, r.ui_url)
         self._notify()
 
-    def _conn_lost(self, conn: _Conn, reason: str) -> None:
+    def on_dataflow_message(self, conn: ReplicaConnection, msg: P.Message) -> bool:
+        return self._dataflows.on_message(conn, msg)
+
+    def on_connection_lost(self, conn: ReplicaConnection, reason: str) -> None:
+        self._dataflows.on_lost(conn)
         r = conn.replica
         if r.conn is not conn:
             return
         r.conn, r.reason = None, reason
         log.warning("replica %s offline: %s", r.replica_id, reason)
         self._notify()
-        if (r.alive and not self._stopping and self._replicas.get(r.replica_id) is r
+        if (r.alive and not self._stopping and self.replicas.get(r.replica_id) is r
                 and (r.reconnect is None or r.reconnect.done())):
             r.reconnect = asyncio.create_task(self._reconnect(r))
 
-    async def _reconnect(self, r: _Replica, attempts: int = 10) -> None:
+    async def _reconnect(self, r: ReplicaState, attempts: int = 10) -> None:
         """The process lives but the socket broke: dial it again until it exits."""
         delay = 0.2
         for _ in range(attempts):
@@ -345,11 +222,11 @@ class ComputeController:
                 log.info("replica %s: reconnect failed: %s", r.replica_id, e)
             delay = min(delay * 2, 5.0)
 
-    async def _ready_conns(self, cluster_id: str, timeout: float | None = None) -> list[_Conn]:
+    async def ready_connections(self, cluster_id: str, timeout: float | None = None) -> list[ReplicaConnection]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.ready_timeout if timeout is None else timeout)
         while True:
-            replicas = [r for r in self._replicas.values() if r.cluster_id == cluster_id]
+            replicas = [r for r in self.replicas.values() if r.cluster_id == cluster_id]
             if not replicas:
                 raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
                                 f"cluster '{cluster_id}' has no replicas")
@@ -375,9 +252,9 @@ class ComputeController:
         """Run `sql` over `inputs` on the cluster; rows stream in `PeekResult.batches`."""
         body = {"type": P.PEEK, "sql": sql, "inputs": [dict(i) for i in inputs],
                 "timestamp": timestamp, "_id": next(self._ids)}
-        return await self._run_peek(cluster_id, body, 1)
+        return await self.run_peek(cluster_id, body, 1)
 
-    async def _run_peek(self, cluster_id: str, body: dict[str, Any], attempt: int) -> PeekResult:
+    async def run_peek(self, cluster_id: str, body: dict[str, Any], attempt: int) -> PeekResult:
         while True:
             peek_id = f"{body['_id']}.{attempt}"
             conn, first, queue = await self._issue(cluster_id, peek_id, body)
@@ -404,18 +281,18 @@ class ComputeController:
         if not any(f > 0 for f in df.frontiers.values()):
             raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, f"index {index_id} is not hydrated yet",
                             detail="not-fast-path")
-        conns = await self._ready_conns(cluster_id)
+        conns = await self.ready_connections(cluster_id)
         best = max(conns, key=lambda c: (df.frontiers.get(c.replica.replica_id, 0) > timestamp,
                                          df.frontiers.get(c.replica.replica_id, 0)))
         body = {"type": P.PEEK, "index": index_id, "timestamp": timestamp, **fast_path,
                 "_id": next(self._ids), "_conns": [best]}
-        return await self._run_peek(cluster_id, body, self.peek_attempts)
+        return await self.run_peek(cluster_id, body, self.peek_attempts)
 
     async def _issue(self, cluster_id: str, peek_id: str, body: dict[str, Any]
-                     ) -> tuple[_Conn | None, P.Message | None, asyncio.Queue[_Event]]:
+                     ) -> tuple[ReplicaConnection | None, P.Message | None, asyncio.Queue[PeekEvent]]:
         """Send the peek to every ready replica; the first rows or error wins."""
-        conns = body.get("_conns") or await self._ready_conns(cluster_id)
-        queue: asyncio.Queue[_Event] = asyncio.Queue()
+        conns = body.get("_conns") or await self.ready_connections(cluster_id)
+        queue: asyncio.Queue[PeekEvent] = asyncio.Queue()
         wire = {k: v for k, v in body.items() if not k.startswith("_")}
         sent = [c for c in conns if c.send_peek(peek_id, queue, wire)]
         remaining = set(sent)
@@ -445,13 +322,13 @@ class ComputeController:
         """The result schema of `sql` (analysis only, nothing runs)."""
         body = {"type": P.DESCRIBE, "sql": sql, "inputs": [dict(i) for i in inputs]}
         for _ in range(self.peek_attempts):
-            conns = await self._ready_conns(cluster_id)
+            conns = await self.ready_connections(cluster_id)
             conn = max(conns, key=lambda c: c.replica.last_heartbeat or 0.0)
             request_id = f"d{next(self._ids)}"
             fut = conn.describe(request_id, body)
             try:
                 msg = await fut
-            except _ReplicaGone:
+            except ReplicaGone:
                 continue
             finally:
                 conn.describes.pop(request_id, None)
@@ -462,14 +339,14 @@ class ComputeController:
 
     async def _all_failed(self, cluster_id: str, doing: str, attempts: int) -> WeirError:
         """The error for a query that outlived its replicas, saying how they ended."""
-        replicas = [r for r in self._replicas.values() if r.cluster_id == cluster_id]
+        replicas = [r for r in self.replicas.values() if r.cluster_id == cluster_id]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 2.0  # let the orchestrator see the exits (e.g. oom-killed)
         while loop.time() < deadline and any(r.alive and r.conn is None for r in replicas):
             await asyncio.sleep(0.1)
         states = ", ".join(f"{r.replica_id}: {r.reason or 'online'}" for r in replicas)
         oom = any(r.reason == "oom-killed" for r in replicas)
-        return WeirError(OUT_OF_MEMORY if oom else SqlState.INTERNAL_ERROR,
+        return WeirError(SqlState.OUT_OF_MEMORY if oom else SqlState.INTERNAL_ERROR,
                          f"every replica of cluster '{cluster_id}' failed while {doing}",
                          detail=f"{attempts} attempts. Replica states: {states}.")
 

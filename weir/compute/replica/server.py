@@ -27,9 +27,9 @@ from typing import Any
 import pyarrow as pa
 
 from weir.compute import protocol as P
-from weir.compute.dataflow_manager import DataflowManager
-from weir.compute.engine import SparkEngine
-from weir.compute.errors import error_fields, translate
+from weir.compute.replica.dataflow_manager import DataflowManager
+from weir.compute.replica.engine import SparkEngine
+from weir.compute.replica.errors import error_fields, translate
 from weir.compute.sizes import ReplicaSize, resolve_size
 from weir.errors import SqlState, WeirError
 

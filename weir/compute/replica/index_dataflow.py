@@ -1,4 +1,4 @@
-"""Index dataflows: keep an arrangement (weir.compute.arrangement) up to date in
+"""Index dataflows: keep an arrangement (weir.compute.replica.arrangement) up to date in
 replica memory instead of writing an output shard.
 
 Two ways to feed it, chosen by the coordinator in the index export:
@@ -10,7 +10,7 @@ Two ways to feed it, chosen by the coordinator in the index export:
   the arrangement's contents is applied at that time.
 
 The step loop, back-off, input frontiers and frontier reports are the
-materialized-view dataflow's (`weir.compute.dataflow.Dataflow`).
+materialized-view dataflow's (`weir.compute.replica.dataflow.Dataflow`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from weir.compute import dataflow_io as io
-from weir.compute.arrangement import Arrangement, FastPath, NotFastPath, _rows
-from weir.compute.dataflow import ARRANGE, MAX_TIMES_PER_STEP, Dataflow
+from weir.compute.replica import dataflow_io as io
+from weir.compute.replica.arrangement import Arrangement, FastPath, NotFastPath, arranged_rows
+from weir.compute.replica.dataflow import ARRANGE, MAX_TIMES_PER_STEP, Dataflow
 from weir.errors import SqlState, WeirError
 from weir.storage.persist import ShardStore
 from weir.types import parse_type
@@ -145,7 +145,7 @@ class IndexDataflow(Dataflow):
             result = result.cast(schema)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass  # keep Spark's types where they do not convert exactly
-        return Counter(_rows(result, len(schema)))
+        return Counter(arranged_rows(result, len(schema)))
 
 
 def _counted_table(counts: Counter[tuple[Any, ...]], schema: pa.Schema) -> pa.Table:

@@ -13,7 +13,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from weir.codec_numeric import float8_out, numeric_out
+from weir.codec.numeric import float8_out, numeric_out
 from weir.errors import SqlState, WeirError
 
 _ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"',

@@ -13,7 +13,8 @@ IntervalStyle 'postgres', TimeZone 'UTC' and extra_float_digits=1.
 
 Per-type work lives in dispatch tables keyed by type OID; arrays (any
 `t.element`) are handled generically. Date/time, numeric/float and json
-details live in `weir.codec_datetime`, `weir.codec_numeric`, `weir.codec_json`.
+details live in `weir.codec.datetime`, `weir.codec.numeric`, `weir.codec.json`,
+arrays in `weir.codec.array` (one module per type family, as psycopg 3's `types/`).
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from collections.abc import Callable, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from weir import codec_array as carr
-from weir import codec_datetime as cdt
-from weir import codec_json as cjson
-from weir import codec_numeric as cnum
+from weir.codec import array as carr
+from weir.codec import datetime as cdt
+from weir.codec import json as cjson
+from weir.codec import numeric as cnum
 from weir.errors import SqlState, WeirError
 from weir.types import BY_OID, PgType
 

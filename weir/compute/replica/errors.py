@@ -16,10 +16,6 @@ from typing import Any
 
 from weir.errors import SqlState, WeirError
 
-OUT_OF_MEMORY = "53200"
-ARRAY_SUBSCRIPT_ERROR = "2202E"
-RAISE_EXCEPTION = "P0001"
-
 _SPARK_TO_PG_TYPE = {
     "TINYINT": "smallint", "SMALLINT": "smallint", "INT": "integer", "BIGINT": "bigint",
     "FLOAT": "real", "DOUBLE": "double precision", "BOOLEAN": "boolean", "STRING": "text",
@@ -106,13 +102,13 @@ _CONDITIONS: dict[str, tuple[str, _Builder | None]] = {
     "BINARY_ARITHMETIC_OVERFLOW": (SqlState.NUMERIC_VALUE_OUT_OF_RANGE, lambda p: "value out of range: overflow"),
     "NUMERIC_VALUE_OUT_OF_RANGE": (SqlState.NUMERIC_VALUE_OUT_OF_RANGE, lambda p: "numeric field overflow"),
     "DATATYPE_MISMATCH": (SqlState.DATATYPE_MISMATCH, None),
-    "INVALID_ARRAY_INDEX": (ARRAY_SUBSCRIPT_ERROR, lambda p: "array subscript out of range"),
-    "INVALID_ARRAY_INDEX_IN_ELEMENT_AT": (ARRAY_SUBSCRIPT_ERROR, lambda p: "array subscript out of range"),
+    "INVALID_ARRAY_INDEX": (SqlState.ARRAY_SUBSCRIPT_ERROR, lambda p: "array subscript out of range"),
+    "INVALID_ARRAY_INDEX_IN_ELEMENT_AT": (SqlState.ARRAY_SUBSCRIPT_ERROR, lambda p: "array subscript out of range"),
     "MISSING_GROUP_BY": (SqlState.GROUPING_ERROR, None),
     "MISSING_AGGREGATION": (SqlState.GROUPING_ERROR, lambda p: f'column "{_name(p.get("expression"))}" must appear in the GROUP BY clause or be used in an aggregate function'),
     "CANNOT_PARSE_TIMESTAMP": (SqlState.INVALID_DATETIME_FORMAT, None),
     "DATETIME_OVERFLOW": (SqlState.DATETIME_FIELD_OVERFLOW, None),
-    "USER_RAISED_EXCEPTION": (RAISE_EXCEPTION, None),
+    "USER_RAISED_EXCEPTION": (SqlState.RAISE_EXCEPTION, None),
     "OPERATION_CANCELED": (SqlState.QUERY_CANCELED, lambda p: "canceling statement due to user request"),
     "SPARK_JOB_CANCELLED": (SqlState.QUERY_CANCELED, lambda p: "canceling statement due to user request"),
     "FAILED_READ_FILE": (SqlState.IO_ERROR, None),
@@ -217,7 +213,7 @@ def translate(exc: BaseException) -> WeirError:
         except Exception:
             continue
         if name == "java.lang.OutOfMemoryError":
-            return WeirError(OUT_OF_MEMORY, "out of memory", detail=text or None)
+            return WeirError(SqlState.OUT_OF_MEMORY, "out of memory", detail=text or None)
         if "cancelled" in text.lower() and "org.apache.spark" in name:
             return WeirError(SqlState.QUERY_CANCELED, "canceling statement due to user request")
         try:
@@ -228,7 +224,7 @@ def translate(exc: BaseException) -> WeirError:
             params = dict(java.getMessageParameters() or {})
             return _from_condition(condition, java.getSqlState(), params, text)
     if isinstance(exc, MemoryError):
-        return WeirError(OUT_OF_MEMORY, "out of memory")
+        return WeirError(SqlState.OUT_OF_MEMORY, "out of memory")
     first = (str(exc) or type(exc).__name__).strip().split("\n", 1)[0]
     first = re.sub(r"^An error occurred while calling [\w.]+\.?\s*:?\s*", "", first) or type(exc).__name__
     return WeirError(SqlState.INTERNAL_ERROR, clean_message(first))

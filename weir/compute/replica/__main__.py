@@ -1,0 +1,5 @@
+import sys
+
+from weir.compute.replica.server import main
+
+sys.exit(main())
