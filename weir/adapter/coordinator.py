@@ -68,7 +68,7 @@ class Coordinator(api.Coordinator):
         self.index_cache: dict[str, Any] = {}  # indexes by (on, cluster), per catalog generation
         self.lookup_cache: dict[Any, Any] = {}  # name -> relation, per catalog generation
         self._background: set[asyncio.Task[None]] = set()
-        self.describe_cache: dict[Any, Any] = {}
+        self.plan_cache: dict[Any, Any] = {}  # see weir.adapter.planning
         self._cluster_ids: tuple[int, dict[str, Any]] = (-1, {})
         from weir.adapter.statement_log import StatementLog
 

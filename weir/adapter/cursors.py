@@ -47,7 +47,7 @@ async def _produce(batches: AsyncIterator[list[tuple[Any, ...]]], queue: asyncio
 
 
 async def declare(session: Session, stmt: st.DeclareCursor) -> api.Command:
-    from weir.adapter import query, subscribe
+    from weir.adapter import planning, subscribe
 
     if session.txn is None or not session.txn.explicit:
         raise WeirError(SqlState.NO_ACTIVE_SQL_TRANSACTION, "DECLARE CURSOR can only be used in transaction blocks")
@@ -57,7 +57,7 @@ async def declare(session: Session, stmt: st.DeclareCursor) -> api.Command:
     if isinstance(inner, st.Subscribe):
         columns, batches = await subscribe.subscribe(session, inner)
     elif isinstance(inner, st.Query):
-        rows = await query.peek(session, inner.expr, [], [], as_of=inner.as_of)
+        rows = await planning.run(session, inner.expr, as_of=inner.as_of)
         columns, batches = rows.columns, rows.batches
     else:
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "DECLARE CURSOR needs a SELECT or SUBSCRIBE")

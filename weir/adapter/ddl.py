@@ -9,11 +9,11 @@ import sqlglot
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, clusters, indexes, mviews, sources
+from weir.adapter import api, clusters, indexes, mviews, planning, sources
 from weir.catalog.model import ColumnDef
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
-from weir.sql.resolve import qualify_for_storage, resolve, table_parts
+from weir.sql.resolve import table_parts
 
 if TYPE_CHECKING:
     from weir.adapter.session import Session
@@ -163,12 +163,10 @@ async def _create_view(session: Session, stmt: st.CreateView) -> api.Command:
     parts = table_parts(target)
     schema_id, name = target_schema(session, parts)
     body = create.expression
-    resolver = coord.resolver(session)
-    qualified = qualify_for_storage(body, resolver)
-    resolved = resolve(qualified, resolver)
-    from weir.adapter.query import describe
-
-    columns = await describe(session, qualified, [])
+    plan = planning.plan(session, body, qualify=True)
+    assert plan.spark is not None and plan.spark.qualified is not None
+    qualified = plan.spark.qualified
+    columns = await planning.describe(session, plan)
     if isinstance(create.this, exp.Schema):
         names = [c.name for c in create.this.expressions]
         if len(names) != len(columns):
@@ -186,7 +184,7 @@ async def _create_view(session: Session, stmt: st.CreateView) -> api.Command:
     coord.catalog.create_item(
         "view", schema_id, name, [ColumnDef(c.name, c.type) for c in columns], stmt.sql,
         {"query": qualified.sql(dialect="postgres")}, owner_id=session.role.id,
-        dependencies=list(resolved.depends_on))
+        dependencies=list(plan.depends_on))
     await coord.catalog_changed()
     return api.Command("CREATE VIEW")
 

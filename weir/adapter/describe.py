@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, query
+from weir.adapter import api, planning
 from weir.adapter.show import show_query
 from weir.sql import statements as st
 from weir.sql.render import infer_param_types
@@ -67,7 +67,7 @@ async def prepare(session: Session, stmt: st.Statement, param_oids: list[int]) -
     types: list[PgType] = [T.by_oid(o) if o else T.TEXT for o in param_oids]
     if isinstance(stmt, st.Query):
         types = infer_param_types(stmt.expr, param_oids, _column_type_fn(session, stmt.expr))
-        columns = await query.describe(session, stmt.expr, types)
+        columns = await planning.describe(session, planning.plan(session, stmt.expr, types, key=stmt.sql))
     elif isinstance(stmt, (st.CopyTo, st.Subscribe, st.DeclareCursor, st.CloseCursor)):
         columns = None
     elif isinstance(stmt, st.Explain):
@@ -91,8 +91,7 @@ async def prepare(session: Session, stmt: st.Statement, param_oids: list[int]) -
 
             columns = [api.Column(lookup_var(name).name.lower(), T.TEXT)]
     elif isinstance(stmt, st.ShowObjects):
-        q = show_query(session, stmt)
-        columns = await query.describe(session, q, [])
+        columns = await planning.describe(session, planning.plan(session, show_query(session, stmt)))
     elif isinstance(stmt, st.ExecutePrepared):
         inner = session.sql_prepared.get(stmt.name)
         columns = inner.columns if inner is not None else None

@@ -10,7 +10,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir import codec
-from weir.adapter import api, query
+from weir.adapter import api, planning, query
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 from weir.sql.render import bind_params
@@ -134,7 +134,7 @@ async def _insert(session: Session, expr: exp.Expression) -> api.Command:
     if literal_rows is None:
         if isinstance(source, exp.Values):
             source = _values_as_select(source)
-        rows_result = await query.peek(session, source, [], [], for_write=True)
+        rows_result = await planning.run(session, source, for_write=True)
         literal_rows = [tuple(r) for r in await query.collect(rows_result)]
         if rows_result.columns and len(rows_result.columns) != len(cols):
             raise WeirError(SqlState.SYNTAX_ERROR,
@@ -200,7 +200,7 @@ async def _update(session: Session, expr: exp.Expression) -> api.Command:
     if expr.args.get("where"):
         q = q.where(expr.args["where"].this.copy())
     async with session.coord.table_lock(desc.shard_id):  # type: ignore[arg-type]
-        rows = await query.collect(await query.peek(session, q, [], [], for_write=True))
+        rows = await query.collect(await planning.run(session, q, for_write=True))
         n = len(desc.columns)
         olds = [list(r[:n]) for r in rows]
         news = [_coerce_row(desc, list(desc.columns), tuple(r[n:])) for r in rows]
@@ -218,7 +218,7 @@ async def _delete(session: Session, expr: exp.Expression) -> api.Command:
     if expr.args.get("where"):
         q = q.where(expr.args["where"].this.copy())
     async with session.coord.table_lock(desc.shard_id):  # type: ignore[arg-type]
-        rows = await query.collect(await query.peek(session, q, [], [], for_write=True))
+        rows = await query.collect(await planning.run(session, q, for_write=True))
         if rows:
             await session.coord.write(session, {desc.shard_id: _updates(desc, [list(r) for r in rows], -1)},  # type: ignore[dict-item]
                                       locked=True)

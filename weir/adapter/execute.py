@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from weir import types as T
-from weir.adapter import api, cursors, ddl, dml, explain, query, subscribe
+from weir.adapter import api, cursors, ddl, dml, explain, planning, subscribe
 from weir.adapter.session import Transaction
 from weir.adapter.show import show_query
 from weir.catalog.vars import VARS, is_system_alias, lookup_var, settable_var
@@ -31,12 +31,12 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, st.Transaction):
         return await _transaction(session, stmt)
     if isinstance(stmt, st.Query):
-        return await query.peek(session, stmt.expr, params, types, as_of=stmt.as_of)
+        return await planning.run(session, stmt.expr, params, types, key=stmt.sql, as_of=stmt.as_of)
     if isinstance(stmt, st.CopyTo):
         if stmt.subscribe is not None:
             columns, batches = await subscribe.subscribe(session, stmt.subscribe)
             return api.CopyOut(columns, batches)
-        rows = await query.peek(session, stmt.query, params, types)
+        rows = await planning.run(session, stmt.query, params, types)
         return api.CopyOut(rows.columns, rows.batches)
     if isinstance(stmt, st.Explain):
         return await explain.explain(session, stmt)
@@ -50,7 +50,7 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, st.CloseCursor):
         return await cursors.close(session, stmt)
     if isinstance(stmt, st.ShowObjects):
-        rows = await query.peek(session, show_query(session, stmt), [], [])
+        rows = await planning.run(session, show_query(session, stmt))
         return api.Rows(rows.columns, rows.batches, "SHOW")
     if isinstance(stmt, st.ShowVariable):
         return await _show_var(session, stmt)

@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, fast_path, query
+from weir.adapter import api, planning, query
 from weir.errors import SqlState, WeirError
+from weir.sql import fast_path
 from weir.sql import statements as st
-from weir.sql.render import fold_typed_literals
-from weir.sql.resolve import resolve
 
 if TYPE_CHECKING:
     from weir.adapter.session import Session
@@ -56,7 +55,8 @@ _LABELS = {"raw": "Raw Plan", "optimized": "Optimized Plan", "physical": "Physic
 
 def _fast_path_text(session: Session, q: exp.Expression) -> str | None:
     """As Materialize: a query answered from an index says so, with what it reads."""
-    plan = fast_path.plan(session, fold_typed_literals(q))
+    planned = planning.plan(session, q)
+    plan = fast_path.bind(planned.fast_path, [], []) if planned.fast_path is not None else None
     if plan is None:
         return None
     b = plan.body
@@ -114,9 +114,12 @@ async def explain(session: Session, stmt: st.Explain) -> api.Rows:
         text = q.sql(dialect="postgres", pretty=True)
         return await _one("Raw Plan", text)
     ts = session.coord.oracle.read_ts()
-    plan = query.plan_peek(session, q, ts)
+    plan = planning.plan(session, q, spark=True)  # a constant query too: how Spark would run it
+    assert plan.spark is not None
+    spark_sql = plan.spark.template.render([], session.context(ts))
     inputs = [query.input_spec(d, [], ts, False) for d in plan.inputs.values()]
-    result = await session.coord.compute.peek(plan.cluster_id, "EXPLAIN EXTENDED " + plan.spark_sql, inputs, None)
+    cluster = session.coord.current_cluster(session)
+    result = await session.coord.compute.peek(cluster.id, "EXPLAIN EXTENDED " + spark_sql, inputs, None)
     table = await result.collect()
     full = table.column(0)[0].as_py() if table.num_rows else ""
     section = _section(full, _SECTIONS[stmt.stage])
@@ -153,10 +156,10 @@ def _number_nodes(plan: str) -> str:
 
 def explain_timestamp(session: Session, q: exp.Expression) -> str:
     coord = session.coord
-    resolved = resolve(fold_typed_literals(q), coord.resolver(session))
+    inputs = planning.plan(session, q).inputs
     oracle_ts = coord.oracle.read_ts()
-    ts = query.choose_timestamp(session, resolved.inputs, for_write=True)
-    fr = {sid: coord.storage.frontiers(sid) for sid in resolved.inputs}
+    ts = query.choose_timestamp(session, inputs, for_write=True)
+    fr = {sid: coord.storage.frontiers(sid) for sid in inputs}
     since = max((s for s, _ in fr.values()), default=0)
     upper = min((u for _, u in fr.values()), default=oracle_ts + 1)
 
@@ -176,7 +179,7 @@ def explain_timestamp(session: Session, q: exp.Expression) -> str:
         "candidate timestamp: the oracle's read timestamp (strict serializable), which every "
         "completed write is at or below, moved up to every input's since",
     ]
-    for sid, desc in resolved.inputs.items():
+    for sid, desc in inputs.items():
         s, u = fr[sid]
         lines += ["", f"source {desc.name} ({desc.id}, storage):",
                   f"                  read frontier:[{fmt(s)}]",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import sqlglot
 from sqlglot import exp
 
-from weir.adapter import api, mviews, query
+from weir.adapter import api, mviews, planning, query
 from weir.catalog.model import INDEX, Item
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -73,7 +73,8 @@ def _definition(session: Session, desc: RelationDesc, keys: list[tuple[str, int 
         spark_sql = f"SELECT * FROM {desc.spark_name}"
         direct = True
     else:
-        spark_sql, inputs, _ = mviews.plan_dataflow(session, sqlglot.parse_one(desc.view_sql, read="postgres"))
+        plan = planning.plan(session, sqlglot.parse_one(desc.view_sql, read="postgres"), key=desc.view_sql)
+        spark_sql, inputs = mviews.dataflow_sql(session, plan), plan.inputs
         direct = False
     positions = [p for _, p in keys]
     return {"on_id": desc.id, "keys": [k for k, _ in keys],
@@ -175,32 +176,3 @@ def read_through(session: Session, expr: exp.Expression) -> exp.Expression:
     new.set("alias", exp.TableAlias(this=exp.to_identifier(table.alias or table.name)))
     (out.args.get("from_") or out.args.get("from")).this.replace(new)
     return out
-
-
-def indexed_views(coord: Coordinator, resolved: Any, cluster_id: str) -> dict[str, Item]:
-    """The views a query reads that have a hydrated index on the cluster: view id -> index."""
-    out: dict[str, Item] = {}
-    for desc in resolved.depends_on.values():
-        if desc.view_sql is None:
-            continue
-        for idx in on_cluster(coord, desc.id, cluster_id):
-            if (write_frontier(coord, idx.id) or 0) > 0:
-                out[desc.id] = idx
-                break
-    return out
-
-
-class ThroughIndexes:
-    """A resolver that binds indexed views to their indexes' arrangements (a collection
-    named after the index) instead of expanding their queries."""
-
-    def __init__(self, inner: Any, via: dict[str, Item]) -> None:
-        self.inner = inner
-        self.via = via
-
-    def lookup(self, parts: list[str]) -> RelationDesc:
-        desc = self.inner.lookup(parts)
-        idx = self.via.get(desc.id)
-        if idx is None:
-            return desc
-        return RelationDesc(desc.id, desc.name, "view", desc.columns, shard_id=idx.id, oid=desc.oid)

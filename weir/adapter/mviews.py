@@ -14,18 +14,11 @@ from typing import TYPE_CHECKING, Any
 import sqlglot
 from sqlglot import exp
 
-from weir.adapter import api, query
+from weir.adapter import api, planning, query
 from weir.catalog.model import ColumnDef, Item
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
-from weir.sql.render import (
-    fold_typed_literals,
-    name_outputs,
-    substitute_session_functions,
-    to_spark,
-    typed_division,
-)
-from weir.sql.resolve import qualify_for_storage, resolve
+from weir.sql.plan import QueryPlan
 
 if TYPE_CHECKING:
     from weir.adapter.coordinator import Coordinator
@@ -48,12 +41,11 @@ def is_linear(q: exp.Expression) -> bool:
     return froms is not None and isinstance(froms.this, exp.Table)
 
 
-def plan_dataflow(session: Session, q: exp.Expression) -> tuple[str, dict[str, Any], list[str | None]]:
-    resolved = resolve(fold_typed_literals(q), session.coord.resolver(session))
-    names = name_outputs(resolved.expr)
-    body = substitute_session_functions(resolved.expr, session.context(None))
-    body = typed_division(body, query.spark_schema(resolved.inputs))
-    return to_spark(body), resolved.inputs, names
+def dataflow_sql(session: Session, plan: QueryPlan) -> str:
+    """The Spark SQL a dataflow runs for the planned query (no parameters; session
+    functions take the creating session's values)."""
+    assert plan.spark is not None
+    return plan.spark.template.render([], session.context(None))
 
 
 def dataflow_inputs(inputs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -78,15 +70,15 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
     if any(isinstance(n, exp.Anonymous) and n.name.lower() == "mz_now" for n in stmt.query.walk()):
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "mz_now() in a materialized view not yet supported")
     cluster = cat.get_cluster(stmt.cluster or session.get_var("cluster"))
-    resolver = coord.resolver(session)
-    qualified = qualify_for_storage(stmt.query, resolver)
-    resolved = resolve(qualified, resolver)
-    columns = await query.describe(session, qualified, [])
+    plan = planning.plan(session, stmt.query, key=stmt.sql, qualify=True)
+    assert plan.spark is not None and plan.spark.qualified is not None
+    qualified = plan.spark.qualified
+    columns = await planning.describe(session, plan)
     if stmt.column_names is not None:
         if len(stmt.column_names) != len(columns):
             raise WeirError(SqlState.SYNTAX_ERROR, "materialized view specifies the wrong number of column names")
         columns = [api.Column(n, c.type) for n, c in zip(stmt.column_names, columns, strict=True)]
-    spark_sql, inputs, _ = plan_dataflow(session, qualified)
+    spark_sql, inputs = dataflow_sql(session, plan), plan.inputs
     if not inputs:
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "materialized views must read at least one relation")
     strategy = "linear" if is_linear(qualified) else "recompute"
@@ -98,7 +90,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         "materialized-view", schema_id, name, [ColumnDef(c.name, c.type) for c in columns], stmt.sql,
         {"query": qualified.sql(dialect="postgres"), "spark_sql": spark_sql, "strategy": strategy,
          "inputs": dataflow_inputs(inputs)},
-        owner_id=session.role.id, cluster_id=cluster.id, dependencies=list(resolved.depends_on))
+        owner_id=session.role.id, cluster_id=cluster.id, dependencies=list(plan.depends_on))
     try:
         await coord.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in columns],
                                               external=True, initial_upper=as_of)

@@ -6,41 +6,25 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, fast_path, indexes
+from weir.adapter import api, indexes, planning
 from weir.errors import SqlState, WeirError
 from weir.http.metrics import READS, READS_THROUGH_INDEXES
-from weir.sql import constant
-from weir.sql.render import (
-    bind_params,
-    fold_typed_literals,
-    name_outputs,
-    pg_type_of_datatype,
-    substitute_session_functions,
-    to_spark,
-    typed_division,
-)
-from weir.sql.resolve import RelationDesc, resolve
+from weir.sql import constant, fast_path
+from weir.sql.plan import NeedsReplan, QueryPlan, SparkPlan
+from weir.sql.render import bind_params
+from weir.sql.resolve import RelationDesc
 from weir.types import PgType
 
 if TYPE_CHECKING:
     from weir.adapter.session import Session
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class PeekPlan:
-    spark_sql: str
-    inputs: dict[str, RelationDesc]
-    names: list[str | None]
-    cluster_id: str
 
 
 def _hints(inputs: dict[str, RelationDesc]) -> dict[str, PgType]:
@@ -50,22 +34,6 @@ def _hints(inputs: dict[str, RelationDesc]) -> dict[str, PgType]:
         for c in desc.columns:
             if T.from_arrow(c.type.arrow).oid != c.type.oid:
                 out.setdefault(c.name, c.type)
-    return out
-
-
-def cast_hints(expr: exp.Expression) -> list[PgType | None]:
-    """Per top-level projection, the type it is cast to, for types Spark cannot express
-    (`x::uuid`, `'{}'::jsonb`, `n::mz_timestamp` come back from Spark as text or bigint)."""
-    select = expr
-    while isinstance(select, exp.SetOperation):
-        select = select.this
-    if not isinstance(select, exp.Select):
-        return []
-    out: list[PgType | None] = []
-    for p in select.expressions:
-        inner = p.this if isinstance(p, exp.Alias) else p
-        t = pg_type_of_datatype(inner.to) if isinstance(inner, exp.Cast) else None
-        out.append(t if t is not None and T.from_arrow(t.arrow).oid != t.oid else None)
     return out
 
 
@@ -93,49 +61,6 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
             t = hint
         cols.append(api.Column(name, t))
     return cols
-
-
-def spark_schema(inputs: dict[str, RelationDesc]) -> dict[str, dict[str, str]]:
-    return {d.spark_name: {c.name: c.type.spark_ddl for c in d.columns} for d in inputs.values()}
-
-
-def plan_peek(session: Session, expr: exp.Expression, ts: int | None) -> PeekPlan:
-    resolved = resolve(fold_typed_literals(expr), session.coord.resolver(session))
-    names = name_outputs(resolved.expr)
-    body = substitute_session_functions(resolved.expr, session.context(ts))
-    body = typed_division(body, spark_schema(resolved.inputs))
-    cluster = session.coord.current_cluster(session)
-    return PeekPlan(to_spark(body), resolved.inputs, names, cluster.id)
-
-
-async def describe(session: Session, expr: exp.Expression, param_types: list[PgType]) -> list[api.Column]:
-    bound = bind_params(expr, [None] * len(param_types), param_types)
-    if constant.is_constant(bound):
-        try:
-            names, types, _ = constant.evaluate(bound, session.context(0))
-            return [api.Column(n, t) for n, t in zip(names, types, strict=True)]
-        except constant.NotConstant:
-            pass
-        except WeirError:
-            pass
-    fast = fast_path.plan(session, fold_typed_literals(bound))
-    if fast is not None:
-        return fast.columns
-    plan = plan_peek(session, bound, 0)
-    # A result's shape depends only on the query and the catalog: describe each once per
-    # catalog generation instead of asking a replica on every Parse.
-    key = (bound.sql(dialect="postgres"), session.database, tuple(session.search_path),
-           session.coord.catalog.generation)
-    cache = session.coord.describe_cache
-    if key in cache:
-        return cache[key]
-    inputs = [input_spec(desc, [], 0, False) for desc in plan.inputs.values()]
-    schema = await session.coord.compute.describe(plan.cluster_id, plan.spark_sql, inputs)
-    columns = columns_from_schema(schema, plan.names, plan.inputs, cast_hints(bound))
-    if len(cache) >= 1024:
-        cache.pop(next(iter(cache)))
-    cache[key] = columns
-    return columns
 
 
 def input_spec(desc: RelationDesc, files: list[str], as_of: int, consolidate: bool) -> dict[str, Any]:
@@ -225,81 +150,100 @@ async def timestamp_as_of(session: Session, inputs: dict[str, RelationDesc], as_
     return t
 
 
-async def peek(session: Session, expr: exp.Expression, params: list[Any], param_types: list[PgType],
-               *, tag_prefix: str = "SELECT", for_write: bool = False, as_of: Any = None) -> api.Rows:
-    """Run a read. `for_write`: the read half of UPDATE/DELETE/INSERT ... SELECT, which reads
-    the latest data whatever the session's transaction has read."""
-    bound = bind_params(expr, params, param_types)
+async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_prefix: str = "SELECT",
+               for_write: bool = False, as_of: Any = None) -> api.Rows:
+    """Run a planned read with these parameter values. `for_write`: the read half of
+    UPDATE/DELETE/INSERT ... SELECT, which reads the latest data whatever the session's
+    transaction has read."""
     coord = session.coord
     await coord.flush_implicit_writes(session)
-    if as_of is not None and constant.is_constant(bound):
-        eval_as_of(session, as_of.expr)
-    if constant.is_constant(bound):
+    if plan.constant:
+        if as_of is not None:
+            eval_as_of(session, as_of.expr)
         try:
             ts = coord.oracle.read_ts()
-            names, types, rows = constant.evaluate(bound, session.context(ts))
+            result = plan.constant_result
+            if result is None:
+                bound = bind_params(plan.expr, params, plan.param_types)
+                result = constant.evaluate(bound, session.context(ts))
+            names, types, rows = result
             session.execution_timestamp = ts
             cols = [api.Column(n, t) for n, t in zip(names, types, strict=True)]
             _ran(session, "constant")
             return api.Rows(cols, _once(rows), tag_prefix)
         except constant.NotConstant:
             pass
-    folded = fold_typed_literals(bound)
-    resolved = resolve(folded, coord.resolver(session))
+    assert plan.spark is not None  # planned for Spark unless the coordinator's answer is known
+    inputs = plan.spark.inputs
     session.lifecycle("optimization-finished")
-    if as_of is None and not for_write:
-        fast = await _fast_path(session, folded, resolved.inputs, tag_prefix)
+    if as_of is None and not for_write and plan.fast_path is not None:
+        fast = await _fast_path(session, plan.fast_path, params, plan.param_types, inputs, tag_prefix)
         if fast is not None:
             return fast
     if as_of is not None:
-        ts = await timestamp_as_of(session, resolved.inputs, as_of)
+        ts = await timestamp_as_of(session, inputs, as_of)
     else:
-        ts = choose_timestamp(session, resolved.inputs, for_write=for_write)
-    hold = coord.storage.acquire_read_hold(list(resolved.inputs), ts)
+        ts = choose_timestamp(session, inputs, for_write=for_write)
+    hold = coord.storage.acquire_read_hold(list(inputs), ts)
     try:
         # strict serializable: a view maintained by a replica may trail the oracle; wait for it
-        await coord.storage.wait_for_upper(list(resolved.inputs), ts)
+        await coord.storage.wait_for_upper(list(inputs), ts)
         session.execution_timestamp = ts
         session.lifecycle("storage-dependencies-finished")
         cluster = coord.current_cluster(session)
         result = None
-        via = indexes.indexed_views(coord, resolved, cluster.id) if as_of is None else {}
+        spark = plan.spark
+        via = _hydrated_indexes(coord, plan) if as_of is None else {}
         if via:  # read the views' arrangements instead of recomputing them
             try:
-                through = resolve(folded, indexes.ThroughIndexes(coord.resolver(session), via))
-                result, names = await _spark_peek(session, through, ts, cluster.id)
-                resolved = through
+                through = plan.through_indexes(coord.resolver(session), via)
+                result = await _spark_peek(session, through, params, ts, cluster.id)
+                spark = through
                 READS_THROUGH_INDEXES.inc()
             except WeirError as e:
                 if e.detail != "not-fast-path":
                     raise
                 log.info("reading through indexes not possible: %s", e.message)
         if result is None:
-            result, names = await _spark_peek(session, resolved, ts, cluster.id)
+            try:
+                result = await _spark_peek(session, spark, params, ts, cluster.id)
+            except NeedsReplan:
+                spark = planning.plan_bound(session, plan, params).spark
+                assert spark is not None
+                result = await _spark_peek(session, spark, [], ts, cluster.id)
     except BaseException:
         hold.release()
         raise
     session.lifecycle("compute-dependencies-finished")
-    cols = columns_from_schema(result.schema, names, resolved.inputs, cast_hints(bound))
+    cols = columns_from_schema(result.schema, spark.names, spark.inputs, plan.cast_hints)
     _ran(session, "standard")
     return api.Rows(cols, _stream(session, result.batches, hold), tag_prefix)
 
 
-async def _spark_peek(session: Session, resolved: Any, ts: int, cluster_id: str) -> tuple[Any, list[str | None]]:
-    """Run a resolved query as a Spark job on the cluster; inputs are shards as of `ts`,
+def _hydrated_indexes(coord: Any, plan: QueryPlan) -> dict[str, Any]:
+    """The views the query reads that have a hydrated index on the cluster: view id -> index."""
+    out: dict[str, Any] = {}
+    for view_id, found in plan.view_indexes.items():
+        for idx in found:
+            if (indexes.write_frontier(coord, idx.id) or 0) > 0:
+                out[view_id] = idx
+                break
+    return out
+
+
+async def _spark_peek(session: Session, spark: SparkPlan, params: list[Any], ts: int, cluster_id: str) -> Any:
+    """Run a planned query as a Spark job on the cluster; inputs are shards as of `ts`,
     or index arrangements (inputs whose id is an index's)."""
     coord = session.coord
-    names = name_outputs(resolved.expr)
-    body = substitute_session_functions(resolved.expr, session.context(ts))
-    body = typed_division(body, spark_schema(resolved.inputs))
+    sql = spark.template.render(params, session.context(ts))
     inputs = []
-    for sid, desc in resolved.inputs.items():
+    for sid, desc in spark.inputs.items():
         if sid in coord.storage.collections:
-            plan = await coord.storage.scan_plan(sid, ts)
-            inputs.append(input_spec(desc, list(plan.files), ts, bool(plan.may_have_retractions)))
+            scan = await coord.storage.scan_plan(sid, ts)
+            inputs.append(input_spec(desc, list(scan.files), ts, bool(scan.may_have_retractions)))
         else:
             inputs.append({**input_spec(desc, [], ts, False), "index": sid})
-    return await coord.compute.peek(cluster_id, to_spark(body), inputs, ts), names
+    return await coord.compute.peek(cluster_id, sql, inputs, ts)
 
 
 def _ran(session: Session, strategy: str) -> None:
@@ -309,29 +253,31 @@ def _ran(session: Session, strategy: str) -> None:
     READS.labels(strategy=strategy).inc()
 
 
-async def _fast_path(session: Session, expr: exp.Expression, inputs: dict[str, RelationDesc],
+async def _fast_path(session: Session, plan: fast_path.FastPathPlan, params: list[Any],
+                     param_types: list[PgType], inputs: dict[str, RelationDesc],
                      tag_prefix: str) -> api.Rows | None:
     """Answer from an index's arrangement (no Spark job), or None to take the slow path."""
-    plan = fast_path.plan(session, expr)
-    if plan is None:
+    bound = fast_path.bind(plan, params, param_types)
+    if bound is None:
         return None
     coord = session.coord
     ts = choose_timestamp(session, inputs)
     session.execution_timestamp = ts
     hold = coord.storage.acquire_read_hold(list(inputs), ts)
     try:
-        result = await coord.compute.peek_index(plan.index.cluster_id or "", plan.index.id, ts, plan.body)
+        result = await coord.compute.peek_index(bound.index.cluster_id or "", bound.index.id, ts, bound.body)
     except WeirError as e:
         hold.release()
         if e.sqlstate == SqlState.QUERY_CANCELED:
             raise
-        log.info("fast path on index %s not taken: %s", plan.index.name, e.message)
+        log.info("fast path on index %s not taken: %s", bound.index.name, e.message)
         return None
     except BaseException:
         hold.release()
         raise
     _ran(session, "fast-path")
-    return api.Rows(plan.columns, _stream(session, result.batches, hold), tag_prefix)
+    columns = [api.Column(n, t) for n, t in bound.columns]
+    return api.Rows(columns, _stream(session, result.batches, hold), tag_prefix)
 
 
 async def _once(rows: list[tuple[Any, ...]]) -> AsyncIterator[list[tuple[Any, ...]]]:

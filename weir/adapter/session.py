@@ -66,6 +66,7 @@ class Session(api.Session):
         self._log_access: tuple[int, str] = (-1, "own")
         self.cursors: dict[str, Any] = {}
         self.sql_prepared: dict[str, api.PreparedStatement] = {}  # PREPARE name AS ...
+        self._planning_key: tuple[Any, Any] = (None, None)
         self.vars["database"] = database
         for key, value in startup.items():
             if key in ("user", "database", "replication"):
@@ -140,6 +141,15 @@ class Session(api.Session):
     @property
     def search_path(self) -> list[str]:
         return lookup_var("search_path").parse(self.get_var("search_path"))
+
+    def planning_key(self) -> tuple[Any, ...]:
+        """What, besides the text, changes a query's plan for this session (database,
+        search_path, cluster, superuser); recomputed only when a variable changes."""
+        version = (self.var_version, self.coord.system_var_version, self.role.id, self.role.superuser)
+        if self._planning_key[0] != version:
+            self._planning_key = (version, (self.database, tuple(self.search_path), self.get_var("cluster"),
+                                            self.role.superuser))
+        return self._planning_key[1]
 
     def context(self, timestamp: int | None = None) -> SessionContext:
         return SessionContext(user=self.user, database=self.database, search_path=self.search_path,

@@ -16,10 +16,9 @@ import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, indexes, query
+from weir.adapter import api, indexes, planning, query
 from weir.sql import statements as st
-from weir.sql.render import fold_typed_literals
-from weir.sql.resolve import RelationDesc, resolve
+from weir.sql.resolve import RelationDesc
 
 if TYPE_CHECKING:
     from weir.adapter.session import Session
@@ -58,13 +57,13 @@ def _unkey(row: Row) -> Row:
 async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Column], AsyncIterator[list[Row]]]:
     coord = session.coord
     target = indexes.read_through(session, stmt.query)
-    resolved = resolve(fold_typed_literals(target), coord.resolver(session))
-    inputs = resolved.inputs
+    plan = planning.plan(session, target)
+    inputs = plan.inputs
     direct = _direct(target, inputs)
     if direct is not None:
         data_cols = [api.Column(c.name, c.type) for c in direct.columns]
     else:
-        data_cols = await query.describe(session, target, [])
+        data_cols = await planning.describe(session, plan)
     if stmt.as_of is not None:
         as_of = await query.timestamp_as_of(session, inputs, stmt.as_of)
     else:
@@ -86,7 +85,7 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
         return (ts, True, None, *blanks)
 
     async def answer_at(ts: int) -> collections.Counter[Row]:
-        rows = await query.peek(session, target, [], [], as_of=st.AsOf(exp.Literal.number(ts)))
+        rows = await query.peek(session, plan, [], as_of=st.AsOf(exp.Literal.number(ts)))
         return collections.Counter(_key(r) for r in await query.collect(rows))
 
     def upper() -> int:

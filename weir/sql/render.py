@@ -102,42 +102,98 @@ def name_outputs(expr: exp.Expression) -> list[str | None]:
     return names
 
 
+_TEXT_FUNCTIONS = ("mz_statement_log_access",)
+
+
+def session_function_type(node: exp.Expression) -> PgType | None:
+    """The type of a session-dependent function call (its value comes from the session
+    or the statement, not from the data), or None if `node` is not one."""
+    if isinstance(node, (exp.CurrentVersion, exp.CurrentUser, exp.SessionUser, exp.CurrentDatabase,
+                         exp.CurrentSchema)):
+        return T.TEXT
+    if isinstance(node, exp.Column) and not node.table and node.name.lower() in ("current_role", "user") \
+            and not (isinstance(node.this, exp.Identifier) and node.this.quoted):
+        return T.TEXT
+    if isinstance(node, exp.CurrentTimestamp):
+        return T.TIMESTAMPTZ
+    if isinstance(node, exp.Anonymous):
+        fname = node.name.lower()
+        if fname == "mz_now":
+            return T.MZ_TIMESTAMP
+        if fname == "now":
+            return T.TIMESTAMPTZ
+        if fname in _TEXT_FUNCTIONS:
+            return T.TEXT
+        if fname == "pg_backend_pid":
+            return T.INT4
+        if fname == "current_setting" and node.expressions:
+            arg = node.expressions[0]
+            if isinstance(arg, exp.Literal) and arg.is_string:
+                return T.TEXT
+    return None
+
+
+def _session_value(node: exp.Expression, ctx: SessionContext) -> exp.Expression:
+    if isinstance(node, exp.CurrentVersion):
+        return exp.Literal.string(VERSION)
+    if isinstance(node, (exp.CurrentUser, exp.SessionUser, exp.Column)):
+        return exp.Literal.string(ctx.user)
+    if isinstance(node, exp.CurrentDatabase):
+        return exp.Literal.string(ctx.database)
+    if isinstance(node, exp.CurrentSchema):
+        return exp.Literal.string(ctx.search_path[0] if ctx.search_path else "")
+    if isinstance(node, exp.CurrentTimestamp):
+        return literal(ctx.statement_time, T.TIMESTAMPTZ)
+    fname = node.name.lower()
+    if fname == "mz_now":
+        if ctx.timestamp is None:
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "mz_now() is not available here")
+        return literal(ctx.timestamp, T.MZ_TIMESTAMP)
+    if fname == "now":
+        return literal(ctx.statement_time, T.TIMESTAMPTZ)
+    if fname == "mz_statement_log_access":
+        return exp.Literal.string(ctx.statement_log_access)
+    if fname == "pg_backend_pid":
+        return literal(ctx.connection_id, T.INT4)
+    if ctx.setting is not None:  # current_setting('name')
+        return exp.Literal.string(ctx.setting(node.expressions[0].this))
+    return node
+
+
 def substitute_session_functions(expr: exp.Expression, ctx: SessionContext) -> exp.Expression:
     """Replace session-dependent functions by literals, so coordinator and replica agree."""
 
     def visit(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.CurrentVersion):
-            return exp.Literal.string(VERSION)
-        if isinstance(node, (exp.CurrentUser, exp.SessionUser)):
-            return exp.Literal.string(ctx.user)
-        if isinstance(node, exp.CurrentDatabase):
-            return exp.Literal.string(ctx.database)
-        if isinstance(node, exp.CurrentSchema):
-            return exp.Literal.string(ctx.search_path[0] if ctx.search_path else "")
-        if isinstance(node, exp.Column) and not node.table and node.name.lower() in ("current_role", "user") \
-                and not (isinstance(node.this, exp.Identifier) and node.this.quoted):
-            return exp.Literal.string(ctx.user)
-        if isinstance(node, (exp.CurrentTimestamp,)):
-            return literal(ctx.statement_time, T.TIMESTAMPTZ)
-        if isinstance(node, exp.Anonymous):
-            fname = node.name.lower()
-            if fname == "mz_now":
-                if ctx.timestamp is None:
-                    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "mz_now() is not available here")
-                return literal(ctx.timestamp, T.MZ_TIMESTAMP)
-            if fname == "now":
-                return literal(ctx.statement_time, T.TIMESTAMPTZ)
-            if fname == "mz_statement_log_access":
-                return exp.Literal.string(ctx.statement_log_access)
-            if fname == "pg_backend_pid":
-                return literal(ctx.connection_id, T.INT4)
-            if fname == "current_setting" and ctx.setting is not None and node.expressions:
-                arg = node.expressions[0]
-                if isinstance(arg, exp.Literal) and arg.is_string:
-                    return exp.Literal.string(ctx.setting(arg.this))
-        return node
+        return node if session_function_type(node) is None else _session_value(node, ctx)
 
     return expr.transform(visit)
+
+
+def mark_session_functions(expr: exp.Expression) -> tuple[exp.Expression, list[exp.Expression]]:
+    """Replace each session-dependent function by a typed slot `CAST(:weir_sK AS type)`
+    (see weir.sql.plan.SparkTemplate), returning the functions in slot order: a plan
+    renders once and fills the slots with each execution's values."""
+    calls: list[exp.Expression] = []
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        t = session_function_type(node)
+        if t is None:
+            return node
+        calls.append(node.copy())
+        return exp.Cast(this=exp.Placeholder(this=f"weir_s{len(calls)}"),
+                        to=exp.DataType.build(t.spark_ddl, dialect="spark"))
+
+    out = expr.transform(visit)
+    return out, calls
+
+
+def uses_session(expr: exp.Expression) -> bool:
+    return any(session_function_type(n) is not None for n in expr.walk())
+
+
+def session_value_sql(call: exp.Expression, ctx: SessionContext) -> str:
+    """The Spark SQL of one session function's value for this execution."""
+    return to_spark(_session_value(call.copy(), ctx))
 
 
 def literal(value: Any, t: PgType) -> exp.Expression:
@@ -204,7 +260,7 @@ def bind_params(expr: exp.Expression, values: list[Any], types: list[PgType]) ->
                 node.expression, (exp.Parameter, exp.Placeholder)):
             return _bind_limit(node, values)
         if isinstance(node, (exp.Parameter, exp.Placeholder)):
-            n = _param_number(node)
+            n = param_number(node)
             if n < 1 or n > len(values):
                 raise WeirError(SqlState.UNDEFINED_PARAMETER, f"there is no parameter ${n}")
             return literal(values[n - 1], types[n - 1])
@@ -216,25 +272,32 @@ def bind_params(expr: exp.Expression, values: list[Any], types: list[PgType]) ->
 def _bind_limit(node: exp.Limit | exp.Offset, values: list[Any]) -> exp.Expression | None:
     """LIMIT $n / OFFSET $n: Spark wants a plain integer there (not a cast bigint);
     NULL means no limit / no offset, as in PostgreSQL."""
-    n = _param_number(node.expression)
+    n = param_number(node.expression)
     if n < 1 or n > len(values):
         raise WeirError(SqlState.UNDEFINED_PARAMETER, f"there is no parameter ${n}")
-    value = values[n - 1]
+    v = limit_value(values[n - 1], isinstance(node, exp.Limit))
+    if v is None:
+        return None
+    bound = node.copy()
+    bound.set("expression", exp.Literal.number(v))
+    return bound
+
+
+def limit_value(value: Any, is_limit: bool) -> int | None:
+    """A LIMIT / OFFSET parameter's value: a non-negative integer, None for no limit."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | decimal.Decimal | float):
         raise WeirError(SqlState.DATATYPE_MISMATCH, "argument of LIMIT must be type bigint")
     v = int(value)
     if v < 0:
-        if isinstance(node, exp.Limit):
+        if is_limit:
             raise WeirError("2201W", "LIMIT must not be negative")
         raise WeirError("2201X", "OFFSET must not be negative")
-    bound = node.copy()
-    bound.set("expression", exp.Literal.number(v))
-    return bound
+    return v
 
 
-def _param_number(node: exp.Expression) -> int:
+def param_number(node: exp.Expression) -> int:
     inner = node.this
     text = inner.name if isinstance(inner, exp.Expression) else str(inner)
     try:
@@ -244,7 +307,7 @@ def _param_number(node: exp.Expression) -> int:
 
 
 def param_count(expr: exp.Expression) -> int:
-    return max((_param_number(p) for p in expr.find_all(exp.Parameter, exp.Placeholder)), default=0)
+    return max((param_number(p) for p in expr.find_all(exp.Parameter, exp.Placeholder)), default=0)
 
 
 def infer_param_types(
@@ -258,7 +321,7 @@ def infer_param_types(
         if oid:
             out[i] = T.by_oid(oid)
     for p in expr.find_all(exp.Parameter, exp.Placeholder):
-        k = _param_number(p) - 1
+        k = param_number(p) - 1
         if out[k] is not None:
             continue
         parent = p.parent

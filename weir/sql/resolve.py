@@ -52,6 +52,7 @@ class Resolved:
     expr: exp.Expression
     inputs: dict[str, RelationDesc] = field(default_factory=dict)
     depends_on: dict[str, RelationDesc] = field(default_factory=dict)
+    qualified: exp.Expression | None = None  # names fully qualified (resolve(..., qualify=True))
 
 
 def _cte_names(expr: exp.Expression) -> set[str]:
@@ -84,14 +85,22 @@ def _named_tables(expr: exp.Expression) -> list[tuple[exp.Table, list[str]]]:
     return out
 
 
-def resolve(expr: exp.Expression, resolver: Resolver, *, _depth: int = 0) -> Resolved:
-    """Bind relation names in a (copied) query expression."""
+def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, _depth: int = 0) -> Resolved:
+    """Bind relation names in a (copied) query expression; with `qualify`, also return
+    the query with every relation named database.schema.name (for view definitions, so
+    a view means the same thing whatever the reader's search_path) from the same lookups."""
     if _depth > 32:
         raise WeirError(SqlState.PROGRAM_LIMIT_EXCEEDED, "views nested too deeply")
     expr = expr.copy()
     out = Resolved(expr)
-    for table, parts in _named_tables(expr):
+    named = _named_tables(expr)
+    if qualify:
+        out.qualified = expr.copy()
+        peers = [t for t, _ in _named_tables(out.qualified)]
+    for k, (table, parts) in enumerate(named):
         desc = resolver.lookup(parts)
+        if qualify:
+            peers[k].replace(_qualified_table(desc, table.alias or parts[-1]))
         if desc.restricted and _depth == 0 and not getattr(resolver, "may_read_restricted", True):
             raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE, f"permission denied for {desc.kind} {desc.name}",
                             hint=f"Read {desc.name.removesuffix('_raw')} instead.")
@@ -117,19 +126,12 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, _depth: int = 0) -> Res
     return out
 
 
-def qualify_for_storage(expr: exp.Expression, resolver: Resolver) -> exp.Expression:
-    """Rewrite relation names to fully qualified database.schema.name (for view definitions,
-    so a view means the same thing whatever the reader's search_path)."""
-    expr = expr.copy()
-    for table, parts in _named_tables(expr):
-        desc = resolver.lookup(parts)
-        full = desc.name.split(".")
-        alias = table.alias or parts[-1]
-        new = exp.Table(
-            this=exp.to_identifier(full[-1], quoted=True),
-            db=exp.to_identifier(full[-2], quoted=True) if len(full) > 1 else None,
-            catalog=exp.to_identifier(full[-3], quoted=True) if len(full) > 2 else None,
-        )
-        new.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-        table.replace(new)
-    return expr
+def _qualified_table(desc: RelationDesc, alias: str) -> exp.Table:
+    full = desc.name.split(".")
+    new = exp.Table(
+        this=exp.to_identifier(full[-1], quoted=True),
+        db=exp.to_identifier(full[-2], quoted=True) if len(full) > 1 else None,
+        catalog=exp.to_identifier(full[-3], quoted=True) if len(full) > 2 else None,
+    )
+    new.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+    return new

@@ -2,26 +2,26 @@
 index key, a filter, a projection, ORDER BY and/or LIMIT is answered from the
 index's arrangement in replica memory, with no Spark job (as in Materialize).
 
-`plan` decides and translates: the WHERE clause becomes the small expression
-tree `weir.compute.replica.arrangement.compile_filter` evaluates; key equalities become
-lookups. Whatever it cannot translate exactly leaves the query on the slow path.
+`plan` decides and translates once per statement: the WHERE clause becomes the
+small expression tree `weir.compute.replica.arrangement.compile_filter` evaluates,
+with parameters left as `{"param": n}`; `bind` fills in an execution's parameter
+values and turns key equalities into lookups. Whatever it cannot translate exactly
+leaves the query on the slow path.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import product
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
-from weir.adapter import api, indexes
-from weir.catalog.model import Item
 from weir.errors import WeirError
-from weir.sql.resolve import RelationDesc, table_parts
-
-if TYPE_CHECKING:
-    from weir.adapter.session import Session
+from weir.sql.render import limit_value, literal, param_number
+from weir.sql.resolve import RelationDesc, Resolver, table_parts
+from weir.types import PgType
 
 MAX_LOOKUPS = 1024
 
@@ -32,17 +32,33 @@ class _NotFast(Exception):
 
 @dataclass
 class FastPathPlan:
-    index: Item
+    """A query answerable from an index on `on`; `indexes` are the candidates on the
+    session's cluster (catalog items: id, name, full_name, cluster_id, definition)."""
+
+    indexes: list[Any]
     on: RelationDesc
-    body: dict[str, Any]  # the Peek's fast-path fields (lookup, filter, project, ...)
-    columns: list[api.Column]
+    body: dict[str, Any]  # the Peek's fast-path fields (filter, project, ...), parameters as slots
+    columns: list[tuple[str, PgType]]
+    equalities: list[tuple[int, list[dict[str, Any]]]]  # column position -> operands it is pinned to
 
 
-def _int_literal(node: exp.Expression | None) -> int | None:
+@dataclass
+class BoundFastPath:
+    """A fast-path plan with one execution's parameter values: what the Peek sends."""
+
+    index: Any
+    on: RelationDesc
+    body: dict[str, Any]
+    columns: list[tuple[str, PgType]]
+
+
+def _int_literal(node: exp.Expression | None) -> int | dict[str, Any] | None:
     if node is None:
         return None
     if isinstance(node, (exp.Limit, exp.Offset)):
         node = node.expression
+    if isinstance(node, (exp.Parameter, exp.Placeholder)):
+        return {"param": param_number(node)}
     if isinstance(node, exp.Literal) and not node.is_string and node.this.isdigit():
         return int(node.this)
     raise _NotFast
@@ -69,6 +85,8 @@ class _Columns:
 def _literal(node: exp.Expression) -> dict[str, Any]:
     if isinstance(node, exp.Paren):
         return _literal(node.this)
+    if isinstance(node, (exp.Parameter, exp.Placeholder)):
+        return {"param": param_number(node)}
     if isinstance(node, exp.Null):
         return {"lit": None}
     if isinstance(node, exp.Boolean):
@@ -146,9 +164,9 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
-def _equalities(where: exp.Expression | None, cols: _Columns) -> dict[int, list[Any]]:
-    """column position -> the literal values a top-level conjunct pins it to."""
-    out: dict[int, list[Any]] = {}
+def _equalities(where: exp.Expression | None, cols: _Columns) -> list[tuple[int, list[dict[str, Any]]]]:
+    """The top-level conjuncts that pin a column to literal values (or parameters)."""
+    out: list[tuple[int, list[dict[str, Any]]]] = []
     for c in _conjuncts(where):
         try:
             if isinstance(c, exp.EQ):
@@ -164,9 +182,17 @@ def _equalities(where: exp.Expression | None, cols: _Columns) -> dict[int, list[
                 continue
         except _NotFast:
             continue
+        out.append((pos, values))
+    return out
+
+
+def _pinned(equalities: list[tuple[int, list[dict[str, Any]]]], desc: RelationDesc) -> dict[int, list[Any]]:
+    """column position -> the values it is pinned to, for lookups (bound operands)."""
+    out: dict[int, list[Any]] = {}
+    for pos, values in equalities:
         if any(v["lit"] is None or (v.get("number") and isinstance(v["lit"], str)) for v in values):
             continue  # NULLs, non-integral numbers: leave them to the filter
-        if any(v.get("number") for v in values) and not cols.desc.columns[pos].type.is_numeric:
+        if any(v.get("number") for v in values) and not desc.columns[pos].type.is_numeric:
             raise _NotFast  # text = 42 is an error in PostgreSQL: let the slow path say so
         out.setdefault(pos, [v["lit"] for v in values])
     return out
@@ -189,8 +215,10 @@ def _projection(select: exp.Select, cols: _Columns) -> tuple[list[int], list[str
     return project, names
 
 
-def plan(session: Session, expr: exp.Expression) -> FastPathPlan | None:
-    """The fast-path plan of a (bound) query, or None if it must run on Spark."""
+def plan(expr: exp.Expression, resolver: Resolver,
+         indexes_on: Callable[[str], list[Any]]) -> FastPathPlan | None:
+    """The fast-path plan of a query (parameters left as slots), or None if it must run
+    on Spark. `indexes_on(relation id)`: the indexes on the session's cluster."""
     if not isinstance(expr, exp.Select):
         return None
     froms = expr.args.get("from_") or expr.args.get("from")
@@ -203,13 +231,11 @@ def plan(session: Session, expr: exp.Expression) -> FastPathPlan | None:
            for n in expr.walk()):
         return None
     table = froms.this
-    coord = session.coord
     try:
-        desc = coord.resolver(session).lookup(table_parts(table))
+        desc = resolver.lookup(table_parts(table))
     except WeirError:
         return None
-    cluster = coord.current_cluster(session)
-    candidates = indexes.on_cluster(coord, desc.id, cluster.id)
+    candidates = indexes_on(desc.id)
     if not candidates:
         return None
     cols = _Columns(desc, table.alias_or_name if table.alias else table.name)
@@ -222,18 +248,50 @@ def plan(session: Session, expr: exp.Expression) -> FastPathPlan | None:
             for o in expr.args["order"].expressions:
                 order.append([cols.position(o.this), bool(o.args.get("desc")), bool(o.args.get("nulls_first"))])
         limit, offset = _int_literal(expr.args.get("limit")), _int_literal(expr.args.get("offset"))
-        pinned = _equalities(where.this if where is not None else None, cols)
+        equalities = _equalities(where.this if where is not None else None, cols)
     except _NotFast:
         return None
-    index, lookup = candidates[0], None
-    for cand in candidates:
+    body = {"filter": flt, "project": project, "names": names, "order": order,
+            "limit": limit, "offset": offset}
+    columns = [(n, desc.columns[p].type) for n, p in zip(names, project, strict=True)]
+    return FastPathPlan(candidates, desc, body, columns, equalities)
+
+
+def _bind_operands(node: Any, values: list[Any], types: list[PgType]) -> Any:
+    """Replace `{"param": n}` operands by the literal an execution's value binds to
+    (the same operand a query with that literal written in would have)."""
+    if isinstance(node, dict):
+        if "param" in node and len(node) == 1:
+            n = node["param"]
+            return _literal(literal(values[n - 1], types[n - 1]))
+        return {k: _bind_operands(v, values, types) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return type(node)(_bind_operands(v, values, types) for v in node)
+    return node
+
+
+def bind(plan: FastPathPlan, values: list[Any], types: list[PgType]) -> BoundFastPath | None:
+    """The Peek for one execution, or None if these values leave it to the slow path."""
+    body = dict(plan.body)
+    for key in ("limit", "offset"):
+        v = body[key]
+        if isinstance(v, dict):
+            body[key] = limit_value(values[v["param"] - 1], key == "limit")
+    try:
+        if values:
+            body["filter"] = _bind_operands(body["filter"], values, types)
+            equalities = _bind_operands(plan.equalities, values, types)
+        else:
+            equalities = plan.equalities
+        pinned = _pinned(equalities, plan.on)
+    except _NotFast:
+        return None
+    index, lookup = plan.indexes[0], None
+    for cand in plan.indexes:
         kp = cand.definition.get("key_positions") or []
         if kp and all(p in pinned for p in kp):
             combos = list(product(*(pinned[p] for p in kp)))
             if len(combos) <= MAX_LOOKUPS:
                 index, lookup = cand, [list(c) for c in combos]
                 break
-    body = {"lookup": lookup, "filter": flt, "project": project, "names": names, "order": order,
-            "limit": limit, "offset": offset}
-    columns = [api.Column(n, desc.columns[p].type) for n, p in zip(names, project, strict=True)]
-    return FastPathPlan(index, desc, body, columns)
+    return BoundFastPath(index, plan.on, {"lookup": lookup, **body}, plan.columns)

@@ -1,0 +1,103 @@
+"""Plans for a session: `weir.sql.plan` plans each query once; this module keys them
+by what changes their meaning (statement text, parameter types, database,
+search_path, cluster, superuser or not, catalog generation) so identical statements
+share one plan across executions and sessions, and describes a plan's result once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from weir.adapter import api
+from weir.errors import WeirError
+from weir.http.metrics import PLANS
+from weir.sql import constant
+from weir.sql.plan import QueryPlan, plan_query
+from weir.sql.render import bind_params
+from weir.types import PgType
+
+if TYPE_CHECKING:
+    from weir.adapter.session import Session
+
+MAX_PLANS = 1024
+
+
+def plan(session: Session, expr: exp.Expression, param_types: Sequence[PgType] = (), *,
+         key: str | None = None, qualify: bool = False, spark: bool = False) -> QueryPlan:
+    """The plan of a query for this session (cached). `key`: the statement's text when
+    the caller has it (else the query is rendered to make one)."""
+    coord = session.coord
+    settings = session.planning_key()
+    cache_key = (key if key is not None else expr.sql(dialect="postgres"), tuple(param_types), settings,
+                 coord.catalog.generation, qualify, spark)
+    cache = coord.plan_cache
+    found = cache.get(cache_key)
+    if found is not None:
+        PLANS.labels(cache="hit").inc()
+        return found
+    PLANS.labels(cache="miss").inc()
+    from weir.adapter import indexes
+
+    cluster_id = coord.cluster_id_by_name(settings[2]) or ""
+    planned = plan_query(expr, list(param_types), coord.resolver(session), cluster_id=cluster_id,
+                         indexes_on=lambda rid: indexes.on_cluster(coord, rid, cluster_id), qualify=qualify,
+                         spark=spark)
+    if len(cache) >= MAX_PLANS:
+        cache.pop(next(iter(cache)))
+    cache[cache_key] = planned
+    return planned
+
+
+def plan_bound(session: Session, planned: QueryPlan, params: list[object]) -> QueryPlan:
+    """A one-off plan of the query with these values written in (for values a plan's
+    template cannot take, e.g. LIMIT NULL): not cached."""
+    bound = bind_params(planned.expr, list(params), planned.param_types)
+    coord = session.coord
+    from weir.adapter import indexes
+
+    cluster_id = planned.cluster_id
+    return plan_query(bound, [], coord.resolver(session), cluster_id=cluster_id,
+                      indexes_on=lambda rid: indexes.on_cluster(coord, rid, cluster_id))
+
+
+async def describe(session: Session, planned: QueryPlan) -> list[api.Column]:
+    """The columns the query returns (asked of a replica once per plan when only Spark
+    knows them)."""
+    if planned.columns is not None:
+        return planned.columns
+    columns = None
+    if planned.constant:
+        try:
+            result = planned.constant_result
+            if result is None:
+                bound = bind_params(planned.expr, [None] * len(planned.param_types), planned.param_types)
+                result = constant.evaluate(bound, session.context(0))
+            names, types, _ = result
+            columns = [api.Column(n, t) for n, t in zip(names, types, strict=True)]
+        except (constant.NotConstant, WeirError):
+            pass
+    if columns is None and planned.fast_path is not None:
+        columns = [api.Column(n, t) for n, t in planned.fast_path.columns]
+    if columns is None:
+        from weir.adapter.query import columns_from_schema, input_spec
+
+        assert planned.spark is not None
+        sp = planned.spark
+        sql = sp.template.render([], session.context(0), describe=True)
+        inputs = [input_spec(desc, [], 0, False) for desc in sp.inputs.values()]
+        cluster = session.coord.current_cluster(session)
+        schema = await session.coord.compute.describe(cluster.id, sql, inputs)
+        columns = columns_from_schema(schema, sp.names, sp.inputs, planned.cast_hints)
+    planned.columns = columns
+    return columns
+
+
+async def run(session: Session, expr: exp.Expression, params: Sequence[object] = (),
+              param_types: Sequence[PgType] = (), *, key: str | None = None, **kwargs: object) -> api.Rows:
+    """Plan (or find the plan of) a query and run it: `weir.adapter.query.peek`'s options."""
+    from weir.adapter import query
+
+    return await query.peek(session, plan(session, expr, param_types, key=key), list(params),
+                            **kwargs)  # type: ignore[arg-type]

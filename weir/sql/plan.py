@@ -1,0 +1,228 @@
+"""One plan per statement. A query is parsed, resolved and planned once into a
+`QueryPlan`: what it reads (inputs by shard id, dependencies), what it returns
+(output names, cast hints; the column types once a replica has described it), how it
+can run (a constant answer on the coordinator, a fast-path peek from an index, a
+Spark job over shards or through indexed views' arrangements) and the Spark SQL it
+runs, rendered once as a `SparkTemplate` whose slots take each execution's parameter
+values and session-function values. Describe, execute, EXPLAIN, SUBSCRIBE and DDL
+(views, materialized views, indexes) all read the same plan; the adapter caches plans
+per statement text, session settings that change their meaning, and catalog generation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+
+from weir import types as T
+from weir.errors import SqlState, WeirError
+from weir.sql import constant, fast_path
+from weir.sql.render import (
+    SessionContext,
+    fold_typed_literals,
+    limit_value,
+    literal,
+    mark_session_functions,
+    name_outputs,
+    param_number,
+    pg_type_of_datatype,
+    session_value_sql,
+    to_spark,
+    typed_division,
+    uses_session,
+)
+from weir.sql.resolve import RelationDesc, Resolved, Resolver, resolve
+from weir.types import PgType
+
+# Slots in rendered Spark SQL, found outside string literals and quoted identifiers.
+_SLOT = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|:weir_([ps])(\d+)\b")
+
+
+class NeedsReplan(Exception):
+    """These parameter values cannot fill the template (LIMIT NULL means no LIMIT
+    clause at all): plan the query with the values bound instead."""
+
+
+@dataclass
+class SparkTemplate:
+    """Spark SQL rendered once, with slots for what changes per execution:
+    `:weir_pN` (parameter N, inside a cast to its type, or bare in LIMIT/OFFSET) and
+    `:weir_sK` (the K-th session-dependent function call)."""
+
+    sql: str
+    param_types: list[PgType]
+    session_calls: list[exp.Expression]
+    limit_params: frozenset[int]
+
+    def render(self, values: list[Any], ctx: SessionContext, *, describe: bool = False) -> str:
+        if ":weir_" not in self.sql:
+            return self.sql
+
+        def fill(m: re.Match[str]) -> str:
+            if m.group(1) is None:
+                return m.group(0)
+            k = int(m.group(2))
+            if m.group(1) == "s":
+                return session_value_sql(self.session_calls[k - 1], ctx)
+            if k in self.limit_params:
+                v = 0 if describe else limit_value(values[k - 1], True)
+                if v is None:
+                    raise NeedsReplan
+                return str(v)
+            return to_spark(literal(None if describe else values[k - 1], self.param_types[k - 1]))
+
+        return _SLOT.sub(fill, self.sql)
+
+
+@dataclass
+class SparkPlan:
+    """A query bound to the collections it reads, rendered for Spark."""
+
+    inputs: dict[str, RelationDesc]
+    depends_on: dict[str, RelationDesc]
+    names: list[str | None]
+    template: SparkTemplate
+    qualified: exp.Expression | None = None
+
+
+@dataclass
+class QueryPlan:
+    expr: exp.Expression  # as written, typed literals folded, parameters kept
+    param_types: list[PgType]
+    cluster_id: str
+    cast_hints: list[PgType | None]
+    constant: bool = False  # reads no relation: evaluated on the coordinator when it can be
+    constant_result: tuple[list[str], list[PgType], list[tuple[Any, ...]]] | None = None
+    spark: SparkPlan | None = None
+    fast_path: fast_path.FastPathPlan | None = None
+    view_indexes: dict[str, list[Any]] = field(default_factory=dict)  # indexed views it reads
+    columns: Any = None  # the result description, once known (the adapter's columns)
+    _through: dict[frozenset[tuple[str, str]], SparkPlan] = field(default_factory=dict, repr=False)
+
+    @property
+    def inputs(self) -> dict[str, RelationDesc]:
+        return self.spark.inputs if self.spark is not None else {}
+
+    @property
+    def depends_on(self) -> dict[str, RelationDesc]:
+        return self.spark.depends_on if self.spark is not None else {}
+
+    def through_indexes(self, resolver: Resolver, via: dict[str, Any]) -> SparkPlan:
+        """The plan that reads the given indexed views from their arrangements instead
+        of recomputing them (planned once per set of hydrated indexes)."""
+        key = frozenset((vid, idx.id) for vid, idx in via.items())
+        plan = self._through.get(key)
+        if plan is None:
+            plan = _spark_plan(self.expr, self.param_types, ThroughIndexes(resolver, via))
+            self._through[key] = plan
+        return plan
+
+
+class ThroughIndexes:
+    """A resolver that binds indexed views to their indexes' arrangements (a collection
+    named after the index) instead of expanding their queries."""
+
+    def __init__(self, inner: Resolver, via: dict[str, Any]) -> None:
+        self.inner = inner
+        self.via = via
+        self.may_read_restricted = getattr(inner, "may_read_restricted", True)
+
+    def lookup(self, parts: list[str]) -> RelationDesc:
+        desc = self.inner.lookup(parts)
+        idx = self.via.get(desc.id)
+        if idx is None:
+            return desc
+        return RelationDesc(desc.id, desc.name, "view", desc.columns, shard_id=idx.id, oid=desc.oid)
+
+
+def spark_schema(inputs: dict[str, RelationDesc]) -> dict[str, dict[str, str]]:
+    return {d.spark_name: {c.name: c.type.spark_ddl for c in d.columns} for d in inputs.values()}
+
+
+def cast_hints(expr: exp.Expression) -> list[PgType | None]:
+    """Per top-level projection, the type it is cast to, for types Spark cannot express
+    (`x::uuid`, `'{}'::jsonb`, `n::mz_timestamp` come back from Spark as text or bigint)."""
+    select = expr
+    while isinstance(select, exp.SetOperation):
+        select = select.this
+    if not isinstance(select, exp.Select):
+        return []
+    out: list[PgType | None] = []
+    for p in select.expressions:
+        inner = p.this if isinstance(p, exp.Alias) else p
+        t = pg_type_of_datatype(inner.to) if isinstance(inner, exp.Cast) else None
+        out.append(t if t is not None and T.from_arrow(t.arrow).oid != t.oid else None)
+    return out
+
+
+def _param_slots(expr: exp.Expression, types: list[PgType]) -> tuple[exp.Expression, frozenset[int]]:
+    """$n becomes `CAST(:weir_pN AS type)` (typed, so integer division and result types
+    come out as with the value written in); in LIMIT/OFFSET a bare `:weir_pN`."""
+    if not any(True for _ in expr.find_all(exp.Parameter, exp.Placeholder)):
+        return expr, frozenset()
+    bare: set[int] = set()
+
+    def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Limit, exp.Offset)) and isinstance(
+                node.expression, (exp.Parameter, exp.Placeholder)):
+            n = param_number(node.expression)
+            bare.add(n)
+            out = node.copy()
+            out.set("expression", exp.Placeholder(this=f"weir_p{n}"))
+            return out
+        if isinstance(node, (exp.Parameter, exp.Placeholder)) and not str(node.name).startswith("weir_"):
+            n = param_number(node)
+            if n < 1 or n > len(types):
+                raise WeirError(SqlState.UNDEFINED_PARAMETER, f"there is no parameter ${n}")
+            return exp.Cast(this=exp.Placeholder(this=f"weir_p{n}"),
+                            to=exp.DataType.build(types[n - 1].spark_ddl, dialect="spark"))
+        return node
+
+    return expr.transform(visit), frozenset(bare)
+
+
+def _spark_plan(expr: exp.Expression, types: list[PgType], resolver: Resolver, *,
+                qualify: bool = False) -> SparkPlan:
+    slotted, bare = _param_slots(expr, types)
+    resolved: Resolved = resolve(slotted, resolver, qualify=qualify)
+    names = name_outputs(resolved.expr)
+    body, calls = mark_session_functions(resolved.expr)
+    body = typed_division(body, spark_schema(resolved.inputs))
+    template = SparkTemplate(to_spark(body), types, calls, bare)
+    return SparkPlan(resolved.inputs, resolved.depends_on, names, template, resolved.qualified)
+
+
+def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolver, *,
+               cluster_id: str, indexes_on: Callable[[str], list[Any]],
+               qualify: bool = False, spark: bool = False) -> QueryPlan:
+    """Plan a SELECT (or VALUES, set operation ...) once. `indexes_on(relation id)`:
+    the indexes on the session's cluster; `qualify`: also keep the query with every
+    relation name fully qualified (for view definitions); `spark`: render it for Spark
+    even when the coordinator can answer it (EXPLAIN)."""
+    folded = fold_typed_literals(expr)
+    plan = QueryPlan(folded, list(param_types), cluster_id, cast_hints(folded))
+    if constant.is_constant(folded):
+        if param_types or uses_session(folded):
+            plan.constant = True  # evaluated with each execution's values
+        else:
+            try:
+                plan.constant_result = constant.evaluate(folded, None)
+                plan.constant = True
+            except constant.NotConstant:
+                pass
+            except WeirError:
+                plan.constant = True  # fails again, with its error, when it runs
+    if plan.constant_result is not None and not (qualify or spark):
+        return plan
+    plan.spark = _spark_plan(folded, plan.param_types, resolver, qualify=qualify)
+    plan.fast_path = fast_path.plan(folded, resolver, indexes_on)
+    for desc in plan.spark.depends_on.values():
+        if desc.view_sql is not None:
+            found = indexes_on(desc.id)
+            if found:
+                plan.view_indexes[desc.id] = found
+    return plan
