@@ -13,7 +13,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, fast_path, indexes
+from weir.adapter import api, dataflow_errors, fast_path, indexes
 from weir.errors import SqlState, WeirError
 from weir.http.metrics import READS, READS_THROUGH_INDEXES
 from weir.sql import constant
@@ -259,6 +259,7 @@ async def peek(session: Session, expr: exp.Expression, params: list[Any], param_
     try:
         # strict serializable: a view maintained by a replica may trail the oracle; wait for it
         await coord.storage.wait_for_upper(list(resolved.inputs), ts)
+        await coord.dataflow_errors.check(resolved.inputs, ts)  # a view's runtime errors at ts
         session.execution_timestamp = ts
         session.lifecycle("storage-dependencies-finished")
         cluster = coord.current_cluster(session)
@@ -321,9 +322,10 @@ async def _fast_path(session: Session, expr: exp.Expression, inputs: dict[str, R
     hold = coord.storage.acquire_read_hold(list(inputs), ts)
     try:
         result = await coord.compute.peek_index(plan.index.cluster_id or "", plan.index.id, ts, plan.body)
+        await coord.dataflow_errors.check(inputs, ts)  # an indexed view's runtime errors at ts
     except WeirError as e:
         hold.release()
-        if e.sqlstate == SqlState.QUERY_CANCELED:
+        if e.sqlstate == SqlState.QUERY_CANCELED or dataflow_errors.final_for_reads(e):
             raise
         log.info("fast path on index %s not taken: %s", plan.index.name, e.message)
         return None
