@@ -118,3 +118,14 @@ def internal(message: str) -> WeirError:
 
 def query_canceled() -> WeirError:
     return WeirError(SqlState.QUERY_CANCELED, "canceling statement due to user request")
+
+
+# SQLSTATE classes of errors that a query's *data* causes (division by zero, a failed
+# cast, overflow, a user-raised error): deterministic for the same input, so a dataflow
+# records them as data at a time instead of retrying (weir.compute.replica.dataflow_errors).
+_DATA_ERROR_CLASSES = ("22", "P0")
+
+
+def is_data_error(sqlstate: str | None) -> bool:
+    """Whether an error with this SQLSTATE comes from the input data (not the machinery)."""
+    return bool(sqlstate) and str(sqlstate)[:2] in _DATA_ERROR_CLASSES

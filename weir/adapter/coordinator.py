@@ -69,6 +69,10 @@ class Coordinator(api.Coordinator):
         self.lookup_cache: dict[Any, Any] = {}  # name -> relation, per catalog generation
         self._background: set[asyncio.Task[None]] = set()
         self.plan_cache: dict[Any, Any] = {}  # see weir.adapter.planning
+        from weir.adapter.dataflow_errors import DataflowErrors
+
+        self.dataflow_errors = DataflowErrors(self)  # materialized views' runtime errors
+        self._errors_task: asyncio.Task[None] | None = None
         self._cluster_ids: tuple[int, dict[str, Any]] = (-1, {})
         from weir.adapter.statement_log import StatementLog
 
@@ -103,13 +107,15 @@ class Coordinator(api.Coordinator):
             await self.storage.ensure_collection(b.id, [(name, t, True) for name, t in b.columns])
         for item in self.catalog.list_items("source"):
             await self.storage.ensure_collection(item.id, [(c.name, c.type, c.nullable) for c in item.columns])
+        mv_ids = [i.id for i in self.catalog.list_items("materialized-view")]
         for item in self.catalog.list_items("materialized-view"):
             await self.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in item.columns],
                                                  external=True)
+            await self.dataflow_errors.ensure(item.id, self.storage.frontiers(item.id)[1])
         await self.storage.replay_wal()
         await self._cleanup_orphan_shards(store, {i.id for i in tables} |
                                           {i.id for i in self.catalog.list_items("source")} |
-                                          {i.id for i in self.catalog.list_items("materialized-view")})
+                                          set(mv_ids) | self.dataflow_errors.known_shards(mv_ids))
         self.storage.start()
         await self._open_builtins()
         await self.statement_log.recover()
@@ -129,6 +135,9 @@ class Coordinator(api.Coordinator):
         from weir.adapter import frontiers
 
         self._frontier_task = asyncio.create_task(frontiers.watch(self), name="frontiers")
+        from weir.adapter import dataflow_errors
+
+        self._errors_task = asyncio.create_task(dataflow_errors.watch(self), name="compute-error-counts")
         from weir.adapter import indexes, mviews
 
         restarts = [(item, mviews.restart) for item in self.catalog.list_items("materialized-view")]
@@ -159,6 +168,8 @@ class Coordinator(api.Coordinator):
             self._status_task.cancel()
         if self._frontier_task is not None:
             self._frontier_task.cancel()
+        if self._errors_task is not None:
+            self._errors_task.cancel()
         for runner in list(self.source_runners.values()):
             await runner.stop()
         try:
@@ -322,6 +333,7 @@ class Coordinator(api.Coordinator):
         for item in items:
             if item.kind == "materialized-view":
                 await self.storage.drop_collection(item.id)
+                await self.dataflow_errors.drop(item.id)
             if item.kind in ("table", "source"):
                 if item.id in self.source_runners:
                     await self.source_runners.pop(item.id).stop()

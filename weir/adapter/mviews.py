@@ -109,12 +109,15 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
 
 async def install(coord: Coordinator, item: Item, as_of: int, hold: Any = None) -> None:
     """Install the view's dataflow on its cluster, holding its inputs at `as_of`."""
+    await coord.dataflow_errors.ensure(item.id, as_of)  # its runtime errors (weir.adapter.dataflow_errors)
     await install_dataflow(coord, item, as_of, hold, output_shard_id=item.id,
-                           strategy=item.definition.get("strategy", "recompute"))
+                           strategy=item.definition.get("strategy", "recompute"),
+                           errors_shard_id=coord.dataflow_errors.shard_id(item.id))
 
 
 async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any, *, output_shard_id: str,
-                           strategy: str, index: dict[str, Any] | None = None) -> None:
+                           strategy: str, index: dict[str, Any] | None = None,
+                           errors_shard_id: str | None = None) -> None:
     """Install the dataflow of a view or index on its cluster; its inputs stay held at
     `as_of` (then at its frontier, see advance_holds) until it is dropped."""
     d = item.definition
@@ -123,7 +126,8 @@ async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any
     coord.dataflow_holds[item.id] = hold
     try:
         await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"],
-                                            output_shard_id, as_of, strategy, index=index)
+                                            output_shard_id, as_of, strategy, index=index,
+                                            errors_shard_id=errors_shard_id)
     except BaseException:
         coord.dataflow_holds.pop(item.id, None)
         hold.release()

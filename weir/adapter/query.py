@@ -12,7 +12,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, indexes, planning
+from weir.adapter import api, dataflow_errors, indexes, planning
 from weir.errors import SqlState, WeirError
 from weir.http.metrics import READS, READS_THROUGH_INDEXES
 from weir.sql import constant, fast_path
@@ -188,6 +188,7 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
     try:
         # strict serializable: a view maintained by a replica may trail the oracle; wait for it
         await coord.storage.wait_for_upper(list(inputs), ts)
+        await coord.dataflow_errors.check(inputs, ts)  # a view's runtime errors at ts
         session.execution_timestamp = ts
         session.lifecycle("storage-dependencies-finished")
         cluster = coord.current_cluster(session)
@@ -266,9 +267,10 @@ async def _fast_path(session: Session, plan: fast_path.FastPathPlan, params: lis
     hold = coord.storage.acquire_read_hold(list(inputs), ts)
     try:
         result = await coord.compute.peek_index(bound.index.cluster_id or "", bound.index.id, ts, bound.body)
+        await coord.dataflow_errors.check(inputs, ts)  # an indexed view's runtime errors at ts
     except WeirError as e:
         hold.release()
-        if e.sqlstate == SqlState.QUERY_CANCELED:
+        if e.sqlstate == SqlState.QUERY_CANCELED or dataflow_errors.final_for_reads(e):
             raise
         log.info("fast path on index %s not taken: %s", bound.index.name, e.message)
         return None

@@ -104,6 +104,7 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
             if up_to is not None and up_to <= as_of:
                 return
             if direct is not None:
+                await coord.dataflow_errors.check([direct.shard_id], as_of)  # a view's runtime errors
                 current = _counts(await coord.storage.snapshot(direct.shard_id, as_of), names)  # type: ignore[arg-type]
             else:
                 current = await answer_at(as_of)
@@ -112,6 +113,8 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
             frontier = as_of + 1
             if stmt.progress:
                 yield [progress_row(frontier)]
+            if not inputs:
+                return  # a constant query is complete after its snapshot (as in Materialize)
             while up_to is None or frontier < up_to:
                 hi = upper()
                 if up_to is not None:
@@ -121,6 +124,7 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
                     continue
                 out: list[Row] = []
                 if direct is not None:
+                    await coord.dataflow_errors.check_between(direct.shard_id, frontier, hi)  # type: ignore[arg-type]
                     ups = await coord.storage.read_updates(direct.shard_id, frontier, hi)  # type: ignore[arg-type]
                     by_time: dict[int, collections.Counter[Row]] = collections.defaultdict(collections.Counter)
                     if ups.num_rows:

@@ -42,6 +42,7 @@ from weir.types import (
     INT8,
     INTERVAL,
     MZ_TIMESTAMP,
+    NUMERIC,
     TEXT,
     TEXT_ARRAY,
     TIMESTAMPTZ,
@@ -337,6 +338,10 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_INTERNAL, "mz_sessions", "s208", 16508, _t(
         ("id", UUID), ("connection_id", INT4), ("role_id", TEXT), ("client_ip", TEXT),
         ("connected_at", TIMESTAMPTZ)), _runtime, frozenset({"client_ip"}), runtime=True),
+    # Materialize's mz_compute_error_counts (export_id, count), one row per export that holds
+    # errors on each replica: weir's union over replicas, tagged with the replica.
+    BuiltinTable(MZ_INTERNAL, "mz_compute_error_counts", "s220", 16520, _t(
+        ("export_id", TEXT), ("replica_id", TEXT), ("count", NUMERIC)), _runtime, runtime=True),
 )
 
 
@@ -428,6 +433,11 @@ BUILTIN_VIEWS: tuple[BuiltinView, ...] = (
                 f"JOIN {_RAW.format('prepared_statement_history')} p ON e.prepared_statement_id = p.id "
                 f"JOIN {_RAW.format('session_history')} s ON p.session_id = s.id "
                 f"WHERE {_SEES_ROW} AND e.began_at > now() - INTERVAL '1 day'"),
+    # A replica computes each dataflow on one thread: worker 0 (Materialize: uint8).
+    BuiltinView(MZ_INTERNAL, "mz_compute_error_counts_per_worker", "s320", 16620, (
+        ("export_id", TEXT), ("replica_id", TEXT), ("worker_id", INT8), ("count", NUMERIC)),
+                "SELECT export_id, replica_id, CAST(0 AS bigint) AS worker_id, count "
+                "FROM mz_internal.mz_compute_error_counts"),
 )
 
 BUILTIN_TABLES = BUILTINS  # the name the adapter uses

@@ -63,6 +63,15 @@ Commands (controller -> replica)
   recompute when the query is not). Answered by ``DataflowCreated`` or, if
   the query cannot run, ``DataflowError{at: "create"}``. Idempotent for the
   same definition (a controller replaying it after a reconnection).
+  ``output.errors_shard_id`` (optional): the view's errors shard
+  (weir.storage.error_shards). With it, a *data* error of the query (SQLSTATE
+  class 22 or P0, weir.errors.is_data_error) is not retried: the dataflow
+  appends the error at the time it occurred there (before the output's append
+  of that interval, and only when the errors change), leaves the output as it
+  was, advances the frontier, and retracts the error at the first time the
+  query computes cleanly again (weir.compute.replica.dataflow_errors). An index
+  keeps its errors in memory: a ``Peek`` of it at a time it errs answers
+  ``status: "error"`` with that error.
 - ``DropDataflow{dataflow_id}``: stop it; answered by ``DataflowDropped``
   once its thread and Spark jobs have stopped (also for unknown ids).
 - ``AllowCompaction{dataflow_id, since}``: the controller will not need the
@@ -102,12 +111,15 @@ Responses (replica -> controller)
   could not understand or refuses.
 - ``DataflowCreated{dataflow_id, strategy, columns}``: the strategy it runs
   with and the query's column names.
-- ``Frontiers{dataflow_id, write_frontier, hydrated}``: the output shard's
-  upper as this replica last saw it, sent whenever it advances (by this
-  replica's append or another's).
+- ``Frontiers{dataflow_id, write_frontier, hydrated, error_count?}``: the output
+  shard's upper as this replica last saw it, sent whenever it advances (by this
+  replica's append or another's). ``error_count``: how many runtime errors the
+  export holds at that frontier (absent when this replica does not know without
+  reading storage, e.g. right after following another replica's append).
 - ``DataflowError{dataflow_id, sqlstate, message, detail?, hint?, at}``:
-  ``at: "create"`` (refused; not installed) or ``"run"`` (a step failed; it is
-  retried with backoff; sent again only when the error changes).
+  ``at: "create"`` (refused; not installed) or ``"run"`` (a step failed for a
+  reason other than its data, e.g. storage; it is retried with backoff; sent
+  again only when the error changes).
 - ``DataflowDropped{dataflow_id}``.
 - Reserved for later: ``SubscribeResponse``.
 """

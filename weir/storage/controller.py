@@ -331,15 +331,28 @@ class StorageController:
             await self._compact_some()
 
     async def _follow_external(self) -> None:
-        """Replicas advance the uppers of the shards they write: read them back."""
-        for c in list(self.collections.values()):
-            if c.external:
-                fr = await self._read(c.shard.frontiers)
-                if fr.upper > c.upper:
-                    c.dirty_since_compaction = True
-                c.upper = c.durable_upper = max(c.upper, fr.upper)
-                held = min(c.holds.values(), default=c.upper)
-                c.since = max(c.since, min(c.upper - COMPACTION_WINDOW_MS, held))
+        """Replicas advance the uppers of the shards they write: read them back, in
+        creation order, and publish them together, so a reader never sees a shard's new
+        upper beside an older state of a shard created after it that its writer appends to
+        first (a view's errors shard, weir.storage.error_shards)."""
+        read = [(c, await self._read(c.shard.frontiers)) for c in list(self.collections.values())
+                if c.external]
+        for c, fr in read:
+            self._follow(c, fr.upper)
+
+    def _follow(self, c: _Collection, upper: int) -> None:
+        if upper > c.upper:
+            c.dirty_since_compaction = True
+        c.upper = c.durable_upper = max(c.upper, upper)
+        held = min(c.holds.values(), default=c.upper)
+        c.since = max(c.since, min(c.upper - COMPACTION_WINDOW_MS, held))
+
+    async def refresh_upper(self, shard_id: str) -> int:
+        """An external collection's durable upper now (not as of the last tick)."""
+        c = self.collections[shard_id]
+        if c.external:
+            self._follow(c, (await self._read(c.shard.frontiers)).upper)
+        return c.upper
 
     async def wait_for_upper(self, shard_ids: list[str], ts: int) -> None:
         """Until every collection's upper is past `ts` (a read at `ts` is then complete)."""

@@ -354,14 +354,16 @@ class ComputeController:
 
     async def create_dataflow(self, cluster_id: str, dataflow_id: str, sql: str,
                               inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
-                              strategy: str = "recompute", index: Mapping[str, Any] | None = None) -> str:
+                              strategy: str = "recompute", index: Mapping[str, Any] | None = None,
+                              errors_shard_id: str | None = None) -> str:
         """Install a materialized-view dataflow on every replica of the cluster, now and
         whenever one (re)connects. Returns once a replica accepted it, with the strategy it
         runs ("linear" falls back to "recompute" for non-linear queries); raises WeirError
         if the query cannot run. `inputs`: [{"name", "shard_id", "columns"?}]. An index passes
-        `index` (its export: keys, columns, direct) and no output shard."""
+        `index` (its export: keys, columns, direct) and no output shard. A view passing
+        `errors_shard_id` has its query's data errors recorded there instead of retried."""
         return await self._dataflows.create(cluster_id, dataflow_id, sql, inputs, output_shard_id,
-                                            as_of, strategy, index)
+                                            as_of, strategy, index, errors_shard_id)
 
     async def drop_dataflow(self, cluster_id: str, dataflow_id: str) -> None:
         """Uninstall it; returns once the connected replicas stopped it (or 30 s passed)."""
@@ -382,6 +384,10 @@ class ComputeController:
     def dataflow_errors(self) -> dict[str, dict[str, dict[str, Any]]]:
         """dataflow id -> replica id -> its last DataflowError (cleared when it progresses)."""
         return {d: dict(df.errors) for d, df in self._dataflows.dataflows.items() if df.errors}
+
+    def error_counts(self) -> dict[str, dict[str, int]]:
+        """dataflow id -> replica id -> how many runtime errors its export holds now."""
+        return {d: dict(df.error_counts) for d, df in self._dataflows.dataflows.items()}
 
     def dataflow_strategies(self) -> dict[str, dict[str, str]]:
         """dataflow id -> replica id -> the strategy it runs."""

@@ -46,17 +46,22 @@ class InstalledDataflow:
     as_of: int
     strategy: str
     index: dict[str, Any] | None = None  # an index's export (arrangement in replica memory)
+    errors_shard_id: str | None = None  # a materialized view's runtime errors (as data)
     since: int | None = None
     frontiers: dict[str, int] = field(default_factory=dict)  # replica id -> write frontier
     strategies: dict[str, str] = field(default_factory=dict)  # replica id -> strategy it runs
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # replica id -> last error
+    error_counts: dict[str, int] = field(default_factory=dict)  # replica id -> errors it holds now
     created: asyncio.Future[dict[str, Any]] | None = None
 
     def command(self) -> dict[str, Any]:
         """CreateDataflow, resuming from the furthest output upper seen (the replica reads
         the output shard from there instead of recomputing from the original as_of)."""
         as_of = max(self.as_of, self.since or 0, max(self.frontiers.values(), default=0) - 1)
-        output = {"index": self.index} if self.index is not None else {"shard_id": self.output_shard_id}
+        output: dict[str, Any] = {"index": self.index} if self.index is not None else \
+            {"shard_id": self.output_shard_id}
+        if self.errors_shard_id is not None:
+            output["errors_shard_id"] = self.errors_shard_id
         return {"type": P.CREATE_DATAFLOW, "dataflow_id": self.dataflow_id, "sql": self.sql,
                 "inputs": self.inputs, "output": output, "as_of": as_of, "strategy": self.strategy}
 
@@ -110,6 +115,7 @@ class DataflowControl:
             df.frontiers.pop(replica_id, None)
             df.strategies.pop(replica_id, None)
             df.errors.pop(replica_id, None)
+            df.error_counts.pop(replica_id, None)
 
     def on_message(self, conn: ReplicaConnection, msg: P.Message) -> bool:
         """Handle a dataflow response; False if `msg` is not one."""
@@ -130,6 +136,8 @@ class DataflowControl:
             frontier = int(body.get("write_frontier", 0))
             df.frontiers[replica_id] = max(frontier, df.frontiers.get(replica_id, 0))
             df.errors.pop(replica_id, None)
+            if body.get("error_count") is not None:
+                df.error_counts[replica_id] = int(body["error_count"])
         elif kind == P.DATAFLOW_CREATED:
             df.strategies[replica_id] = str(body.get("strategy"))
             if df.created is not None and not df.created.done():
@@ -145,13 +153,14 @@ class DataflowControl:
 
     async def create(self, cluster_id: str, dataflow_id: str, sql: str,
                      inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
-                     strategy: str, index: Mapping[str, Any] | None = None) -> str:
+                     strategy: str, index: Mapping[str, Any] | None = None,
+                     errors_shard_id: str | None = None) -> str:
         if dataflow_id in self.dataflows:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
         conns = await self._ctl.ready_connections(cluster_id)
         df = InstalledDataflow(cluster_id, dataflow_id, sql, [dict(i) for i in inputs],
                                output_shard_id, int(as_of), strategy,
-                               dict(index) if index is not None else None)
+                               dict(index) if index is not None else None, errors_shard_id)
         df.created = asyncio.get_running_loop().create_future()
         self.dataflows[dataflow_id] = df
         command = df.command()

@@ -48,6 +48,7 @@ import pyarrow as pa
 
 from weir.compute import protocol as P
 from weir.compute.replica import dataflow_io as io
+from weir.compute.replica.dataflow_errors import ErrorStream, data_error, state_of
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import translate
 from weir.compute.replica.linear import NotLinear, linear_rewrite
@@ -83,6 +84,7 @@ class DataflowSpec:
     as_of: int
     strategy: str
     index: IndexExport | None = field(default=None, hash=False)
+    errors_shard_id: str | None = None  # where runtime errors go (None: retried like any failure)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> DataflowSpec:
@@ -96,7 +98,8 @@ class DataflowSpec:
             index = output.get("index")
             spec = cls(str(body["dataflow_id"]), str(body["sql"]), tuple(inputs),
                        "" if index is not None else str(output["shard_id"]), int(body["as_of"]),
-                       str(body.get("strategy") or RECOMPUTE), dict(index) if index is not None else None)
+                       str(body.get("strategy") or RECOMPUTE), dict(index) if index is not None else None,
+                       str(output["errors_shard_id"]) if output.get("errors_shard_id") else None)
         except (KeyError, TypeError, ValueError) as e:
             raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed CreateDataflow: {e!r}") from None
         if spec.strategy not in STRATEGIES:
@@ -105,8 +108,9 @@ class DataflowSpec:
         return spec
 
     def same_definition(self, other: DataflowSpec) -> bool:
-        return (self.sql, self.inputs, self.output_shard_id, self.strategy, self.index) == \
-            (other.sql, other.inputs, other.output_shard_id, other.strategy, other.index)
+        return (self.sql, self.inputs, self.output_shard_id, self.strategy, self.index,
+                self.errors_shard_id) == (other.sql, other.inputs, other.output_shard_id,
+                                          other.strategy, other.index, other.errors_shard_id)
 
 
 class Host(Protocol):
@@ -149,6 +153,8 @@ class Dataflow:
         self._prev: Any = None  # counted DataFrame: the output's contents at upper - 1
         self._fenced_at: int | None = None
         self._error: str | None = None
+        self._errs: ErrorStream | None = None  # the view's errors shard (runtime errors as data)
+        self._narrow = False  # a data error in a multi-time step: find its time, one at a time
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -164,6 +170,8 @@ class Dataflow:
         spec = self.spec
         self._out = store.open_shard(spec.output_shard_id)
         self._out_plans = io.Planner(self._out)
+        if spec.errors_shard_id:
+            self._errs = ErrorStream(store.open_shard(spec.errors_shard_id))
         self._open_inputs(store)
         self._schema = self._analyse()
         width = len(self._schema.fields)
@@ -233,8 +241,16 @@ class Dataflow:
     def frontiers_body(self) -> dict[str, Any] | None:
         if self.upper is None:
             return None
-        return {"type": P.FRONTIERS, "dataflow_id": self.spec.dataflow_id,
+        body = {"type": P.FRONTIERS, "dataflow_id": self.spec.dataflow_id,
                 "write_frontier": self.upper, "hydrated": self.upper > self.spec.as_of}
+        count = self.error_count()
+        if count is not None:
+            body["error_count"] = count
+        return body
+
+    def error_count(self) -> int | None:
+        """The errors the export holds at its frontier (None: not known here)."""
+        return self._errs.count() if self._errs is not None else None
 
     def _run(self) -> None:
         sc = self.engine.sc
@@ -333,17 +349,35 @@ class Dataflow:
         if lower <= self.spec.as_of:
             times.add(floor)  # hydration: the snapshot at as_of
         ordered = sorted(times)
-        more = len(ordered) > MAX_TIMES_PER_STEP
+        # after an error the output lacks that time's changes: recompute (never linear) until clean
+        erring = self._errs is not None and (bool(self._errs.current()) or self._errs.ahead_of(lower))
+        limit = 1 if self._narrow or erring else MAX_TIMES_PER_STEP
+        more = len(ordered) > limit
         if more:
-            upper, ordered = ordered[MAX_TIMES_PER_STEP], ordered[:MAX_TIMES_PER_STEP]
+            upper, ordered = ordered[limit], ordered[:limit]
         updates: pa.Table | None = None
         result: Any = None
+        failed: WeirError | None = None
         if ordered:
             self.stats["computed"] += 1
-            if self._linear_sql is not None and lower > self.spec.as_of and since < lower:
-                updates = self._apply_linear(plans, lower, upper)
-            else:
-                updates, result = self._recompute(plans, ordered, lower)
+            try:
+                if self._linear_sql is not None and lower > self.spec.as_of and since < lower and not erring:
+                    updates = self._apply_linear(plans, lower, upper)
+                else:
+                    updates, result = self._recompute(plans, ordered, lower)
+            except Exception as e:
+                failed = self._data_error(e)
+                if failed is None:
+                    raise
+                if len(ordered) > 1:
+                    self._narrow = True  # which time fails? one at a time until past it
+                    return True
+        if self._errs is not None:
+            try:
+                self._errs.record([(t, state_of(failed)) for t in ordered], lower, upper, epoch)
+            except BaseException:
+                _release(result)
+                raise
         try:
             self._out.compare_and_append(updates, lower, upper, epoch)
         except UpperMismatch as e:
@@ -353,13 +387,25 @@ class Dataflow:
             _release(result)
             raise
         self.stats["appended"] += 1
-        if ordered:
+        if failed is None and self._narrow and not (self._errs is not None and self._errs.current()):
+            self._narrow = False
+        if ordered and failed is None:
             self._drop_prev()
             self._prev = None if self._linear_sql is not None else result
             if self._prev is None:
                 _release(result)
         self._advance_to(upper)
         return more
+
+    def _data_error(self, e: Exception) -> WeirError | None:
+        """The error to record as data, if `e` is one and this dataflow records errors."""
+        if self._errs is None or self._stop.is_set():
+            return None
+        err = translate(e)
+        if not data_error(err):
+            return None
+        log.info("dataflow %s: %s (recorded as data)", self.spec.dataflow_id, err)
+        return err
 
     def _recompute(self, plans: list[io.Plan], times: list[int], lower: int) -> tuple[pa.Table, Any]:
         from pyspark.sql import functions as F
@@ -410,6 +456,8 @@ class Dataflow:
         log.debug("dataflow %s: lost [%d, %d) to another writer (upper %d)", self.spec.dataflow_id,
                   lower, upper, current)
         self.stats["lost"] += 1
+        if self._errs is not None:
+            self._errs.forget()
         keep = False
         if result is not None and current == upper:
             try:
@@ -432,6 +480,8 @@ class Dataflow:
         if self._prev is not None and self.upper is not None:
             if current < self.upper or self._out_plans.plan(current, self.upper).times:
                 self._drop_prev()
+        if self._errs is not None:
+            self._errs.forget()
         self._advance_to(current)
 
     def _drop_prev(self) -> None:

@@ -24,6 +24,8 @@ import pyarrow as pa
 from weir.compute.replica import dataflow_io as io
 from weir.compute.replica.arrangement import Arrangement, FastPath, NotFastPath, arranged_rows
 from weir.compute.replica.dataflow import ARRANGE, MAX_TIMES_PER_STEP, Dataflow
+from weir.compute.replica.dataflow_errors import ErrorLog, data_error
+from weir.compute.replica.errors import translate
 from weir.errors import SqlState, WeirError
 from weir.storage.persist import ShardStore
 from weir.types import parse_type
@@ -32,7 +34,11 @@ log = logging.getLogger(__name__)
 
 
 class IndexDataflow(Dataflow):
+    """An index; a data error of its view's query at a time is kept in `errors` (and the
+    arrangement left as it was), so peeks at that time fail with it."""
+
     arrangement: Arrangement
+    errors: ErrorLog
 
     def prepare(self, store: ShardStore) -> None:
         spec = self.spec
@@ -54,6 +60,7 @@ class IndexDataflow(Dataflow):
         if any(not 0 <= k < len(schema) for k in keys):
             raise WeirError(SqlState.INVALID_COLUMN_REFERENCE, f"index key positions {keys} out of range")
         self.arrangement = Arrangement(schema, keys)
+        self.errors = ErrorLog()
         self.columns = list(schema.names)
         self.effective_strategy = ARRANGE
         self.prepared = True
@@ -67,13 +74,23 @@ class IndexDataflow(Dataflow):
         if not arr.wait_for(ts, wait):
             raise NotFastPath(f"index {self.spec.dataflow_id} has not caught up to {ts} "
                               f"(upper {arr.upper})")
+        self._raise_error_at(ts)
         return fast.run(arr.rows_at(ts, fast.keys(arr)))
+
+    def _raise_error_at(self, ts: int) -> None:
+        err = self.errors.at(ts)
+        if err is not None:
+            raise WeirError(err.sqlstate, err.message, detail=err.detail, hint=err.hint)
+
+    def error_count(self) -> int | None:
+        return self.errors.count() if self.prepared else None
 
     def contents_at(self, ts: int, wait: float) -> pa.Table:
         """Every row at `ts` (repeated by multiplicity): the index as a peek's input."""
         arr = self.arrangement
         if not arr.wait_for(ts, wait):
             raise NotFastPath(f"index {self.spec.dataflow_id} has not caught up to {ts}")
+        self._raise_error_at(ts)
         rows = arr.rows_at(ts, None)
         return pa.Table.from_arrays(
             [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(arr.schema)],
@@ -95,6 +112,7 @@ class IndexDataflow(Dataflow):
         if any(p.frontiers.since >= lower for p in plans):
             log.info("index %s: inputs compacted past %d; rehydrating", self.spec.dataflow_id, lower)
             arr.upper = 0
+            self.errors.clear()
             return True
         times = sorted({t for p in plans for t in p.times})
         more = len(times) > MAX_TIMES_PER_STEP
@@ -106,7 +124,9 @@ class IndexDataflow(Dataflow):
                 arr.apply(self._inputs[0].shard.read_updates(lower, upper), upper)
             else:
                 for t in times:
-                    new = self._evaluate(plans, t)
+                    new = self._evaluate_or_record(plans, t)
+                    if new is None:
+                        continue  # the view errs at t: its rows stay as they were
                     old = arr.contents()
                     diff = Counter(new)
                     diff.subtract(old)
@@ -126,12 +146,26 @@ class IndexDataflow(Dataflow):
         if self.direct:
             arr.load(self._inputs[0].shard.snapshot(floor), floor)
         else:
-            counts = self._evaluate(plans, floor)
+            counts = self._evaluate_or_record(plans, floor) or Counter()
             arr.load(_counted_table(counts, arr.schema), floor)
         self.stats["computed"] += 1
         log.info("index %s hydrated at %d: %d records", self.spec.dataflow_id, floor, arr.records)
         self._advance_to(arr.upper)
         return True
+
+    def _evaluate_or_record(self, plans: list[io.Plan], t: int) -> Counter[tuple[Any, ...]] | None:
+        """The view's rows at `t`, or None after recording the data error it raised there."""
+        try:
+            counts = self._evaluate(plans, t)
+        except Exception as e:
+            err = translate(e)
+            if self._stop.is_set() or not data_error(err):
+                raise
+            log.info("index %s: %s at %d (recorded as data)", self.spec.dataflow_id, err, t)
+            self.errors.set(t, err)
+            return None
+        self.errors.set(t, None)
+        return counts
 
     def _evaluate(self, plans: list[io.Plan], t: int) -> Counter[tuple[Any, ...]]:
         """The view's rows at `t` (Spark), counted."""
