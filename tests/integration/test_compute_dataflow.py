@@ -288,14 +288,14 @@ def test_replicas_share_the_output_and_survive_a_kill(env: Env) -> None:
         wait_upper(out, t + 1)
 
     def stats() -> list[dict[str, Any]]:
-        return [ctl._replicas[r].last_status.get("dataflows", {}).get("rep", {}) for r in ("r1", "r2")]
+        return [ctl.replicas[r].last_status.get("dataflows", {}).get("rep", {}) for r in ("r1", "r2")]
 
     deadline = time.monotonic() + 30
     while sum(s.get("lost", 0) + s.get("followed", 0) for s in stats()) < 1 or \
             min(s.get("write_frontier") or 0 for s in stats()) < t + 1:
         assert time.monotonic() < deadline, stats()
         time.sleep(0.2)
-    epoch = ctl._dataflows.writer_epoch("c1")
+    epoch = ctl.writer_epoch("c1")
     assert epoch is not None
     # Kill r1: r2 keeps the view up to date while the orchestrator restarts r1.
     pid = env.orch.pid("r1")
@@ -319,7 +319,7 @@ def test_replicas_share_the_output_and_survive_a_kill(env: Env) -> None:
         assert time.monotonic() < deadline, ctl.write_frontiers()
         time.sleep(0.2)
     # Writers of the old epoch (a zombie r1) are fenced once a newer one appended.
-    new_epoch = ctl._dataflows.writer_epoch("c1")
+    new_epoch = ctl.writer_epoch("c1")
     assert new_epoch is not None and new_epoch > epoch
     assert out.frontiers().epoch > epoch
     with pytest.raises(Fenced):

@@ -69,7 +69,7 @@ def test_first_answer_wins_and_the_loser_is_canceled(cluster: Cluster) -> None:
     assert replica_id in ("r1", "r2") and rows == [{"s": 190, "z": "null"}]
     time.sleep(1.5)  # a heartbeat later, neither replica is still running it
     assert all(s.status == "online" for s in cluster.statuses().values())
-    assert all(cluster.ctl._replicas[r].last_status.get("active_peeks") == 0 for r in ("r1", "r2"))
+    assert all(cluster.ctl.replicas[r].last_status.get("active_peeks") == 0 for r in ("r1", "r2"))
 
 
 def test_describe_on_a_replicated_cluster(cluster: Cluster) -> None:

@@ -377,6 +377,10 @@ class ComputeController:
         """Announce the uppers of shards the coordinator writes to every replica."""
         self._dataflows.update_input_frontiers(uppers)
 
+    def writer_epoch(self, cluster_id: str) -> int | None:
+        """The writer epoch the cluster's dataflow appends carry now."""
+        return self._dataflows.writer_epoch(cluster_id)
+
     def write_frontiers(self) -> dict[str, dict[str, int]]:
         """dataflow id -> replica id -> the output upper that replica last reported."""
         return self._dataflows.write_frontiers()
