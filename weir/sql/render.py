@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.errors import SqlState, WeirError
+from weir.sql.joins import group_comma_joins
 from weir.types import PgType
 
 VERSION = "PostgreSQL 15.4 on x86_64-pc-linux-gnu (weir 0.1.0, Apache Spark)"
@@ -357,7 +358,7 @@ def pg_type_of_datatype(dt_: exp.DataType) -> PgType | None:
 
 def to_spark(expr: exp.Expression) -> str:
     """Render for Spark SQL."""
-    sql = _series_as_subqueries(_spark_types(expr)).sql(dialect="spark")
+    sql = _series_as_subqueries(_spark_types(group_comma_joins(expr))).sql(dialect="spark")
     return sql
 
 

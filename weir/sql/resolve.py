@@ -10,6 +10,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
+from weir.sql.joins import replace_table
 from weir.types import PgType
 
 
@@ -100,7 +101,7 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
     for k, (table, parts) in enumerate(named):
         desc = resolver.lookup(parts)
         if qualify:
-            peers[k].replace(_qualified_table(desc, table.alias or parts[-1]))
+            replace_table(peers[k], _qualified_table(desc, table.alias or parts[-1]))
         if desc.restricted and _depth == 0 and not getattr(resolver, "may_read_restricted", True):
             raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE, f"permission denied for {desc.kind} {desc.name}",
                             hint=f"Read {desc.name.removesuffix('_raw')} instead.")
@@ -116,13 +117,13 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
             if table is expr:
                 out.expr = sub
             else:
-                table.replace(sub)
+                replace_table(table, sub)
         else:
             assert desc.shard_id is not None
             out.inputs[desc.shard_id] = desc
             new = exp.Table(this=exp.to_identifier(desc.spark_name))
             new.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
-            table.replace(new)
+            replace_table(table, new)
     return out
 
 
