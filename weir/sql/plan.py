@@ -91,7 +91,7 @@ class SparkPlan:
 
 @dataclass
 class QueryPlan:
-    expr: exp.Expression  # as written, typed literals folded, parameters kept
+    expr: exp.Expression  # as written (typed literals not folded), parameters kept
     param_types: list[PgType]
     cluster_id: str
     cast_hints: list[PgType | None]
@@ -117,7 +117,8 @@ class QueryPlan:
         key = frozenset((vid, idx.id) for vid, idx in via.items())
         plan = self._through.get(key)
         if plan is None:
-            plan = _spark_plan(self.expr, self.param_types, ThroughIndexes(resolver, via))
+            plan = _spark_plan(fold_typed_literals(self.expr), self.param_types,
+                               ThroughIndexes(resolver, via))
             self._through[key] = plan
         return plan
 
@@ -203,14 +204,16 @@ def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolv
     the indexes on the session's cluster; `qualify`: also keep the query with every
     relation name fully qualified (for view definitions); `spark`: render it for Spark
     even when the coordinator can answer it (EXPLAIN)."""
-    folded = fold_typed_literals(expr)
-    plan = QueryPlan(folded, list(param_types), cluster_id, cast_hints(folded))
-    if constant.is_constant(folded):
-        if param_types or uses_session(folded):
+    # The coordinator evaluates the query as written: it reads typed literals the
+    # PostgreSQL way ('1-2 3:4 5 day'::interval has months, which Spark's folded
+    # literal cannot hold); Spark and the fast path get them folded.
+    plan = QueryPlan(expr, list(param_types), cluster_id, cast_hints(expr))
+    if constant.is_constant(expr):
+        if param_types or uses_session(expr):
             plan.constant = True  # evaluated with each execution's values
         else:
             try:
-                plan.constant_result = constant.evaluate(folded, None)
+                plan.constant_result = constant.evaluate(expr, None)
                 plan.constant = True
             except constant.NotConstant:
                 pass
@@ -218,6 +221,12 @@ def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolv
                 plan.constant = True  # fails again, with its error, when it runs
     if plan.constant_result is not None and not (qualify or spark):
         return plan
+    try:
+        folded = fold_typed_literals(expr)
+    except WeirError:
+        if plan.constant and not (param_types or uses_session(expr) or qualify or spark):
+            return plan  # its evaluation failed: it fails again, with that error, when it runs
+        raise
     plan.spark = _spark_plan(folded, plan.param_types, resolver, qualify=qualify)
     plan.fast_path = fast_path.plan(folded, resolver, indexes_on)
     for desc in plan.spark.depends_on.values():
