@@ -38,12 +38,8 @@ def plan(session: Session, expr: exp.Expression, param_types: Sequence[PgType] =
         PLANS.labels(cache="hit").inc()
         return found
     PLANS.labels(cache="miss").inc()
-    from weir.adapter import indexes
-
-    cluster_id = coord.cluster_id_by_name(settings[2]) or ""
-    planned = plan_query(expr, list(param_types), coord.resolver(session), cluster_id=cluster_id,
-                         indexes_on=lambda rid: indexes.on_cluster(coord, rid, cluster_id), qualify=qualify,
-                         spark=spark)
+    planned = _plan_uncached(session, expr, list(param_types), coord.cluster_id_by_name(settings[2]) or "",
+                             qualify=qualify, spark=spark)
     if len(cache) >= MAX_PLANS:
         cache.pop(next(iter(cache)))
     cache[cache_key] = planned
@@ -54,12 +50,16 @@ def plan_bound(session: Session, planned: QueryPlan, params: list[object]) -> Qu
     """A one-off plan of the query with these values written in (for values a plan's
     template cannot take, e.g. LIMIT NULL): not cached."""
     bound = bind_params(planned.expr, list(params), planned.param_types)
-    coord = session.coord
+    return _plan_uncached(session, bound, [], planned.cluster_id)
+
+
+def _plan_uncached(session: Session, expr: exp.Expression, param_types: list[PgType], cluster_id: str,
+                   **options: bool) -> QueryPlan:
     from weir.adapter import indexes
 
-    cluster_id = planned.cluster_id
-    return plan_query(bound, [], coord.resolver(session), cluster_id=cluster_id,
-                      indexes_on=lambda rid: indexes.on_cluster(coord, rid, cluster_id))
+    coord = session.coord
+    return plan_query(expr, param_types, coord.resolver(session), cluster_id=cluster_id,
+                      indexes_on=lambda rid: indexes.on_cluster(coord, rid, cluster_id), **options)
 
 
 async def describe(session: Session, planned: QueryPlan) -> list[api.Column]:
