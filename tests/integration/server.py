@@ -39,9 +39,12 @@ class WeirServer:
         log = open(self.log_path, "ab")
         env = dict(os.environ)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "weir.cli", "serve", "--data-dir", str(self.data_dir),
+            [sys.executable, "-m", "weir.cli", "serve", "--data-dir", str(self.data_dir.resolve()),
              "--sql-port", str(self.sql_port), "--http-port", str(self.http_port), *self.extra_args],
-            stdout=log, stderr=subprocess.STDOUT, env=env)
+            # cwd: `python -m` puts it first on sys.path, ahead of PYTHONPATH; a server
+            # started from a checkout's root would run that checkout's code whatever
+            # PYTHONPATH says (bench/planning.py starts two trees side by side)
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.data_dir)
         deadline = time.time() + timeout
         last: Exception | None = None
         while time.time() < deadline:

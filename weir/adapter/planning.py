@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from weir.adapter import api
 from weir.errors import WeirError
-from weir.http.metrics import PLANS
+from weir.http import metrics
 from weir.sql import constant
 from weir.sql.plan import QueryPlan, plan_query
 from weir.sql.render import bind_params
@@ -35,9 +35,9 @@ def plan(session: Session, expr: exp.Expression, param_types: Sequence[PgType] =
     cache = coord.plan_cache
     found = cache.get(cache_key)
     if found is not None:
-        PLANS.labels(cache="hit").inc()
+        metrics.count(metrics.PLANS, "hit")
         return found
-    PLANS.labels(cache="miss").inc()
+    metrics.count(metrics.PLANS, "miss")
     planned = _plan_uncached(session, expr, list(param_types), coord.cluster_id_by_name(settings[2]) or "",
                              qualify=qualify, spark=spark)
     if len(cache) >= MAX_PLANS:

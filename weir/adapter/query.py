@@ -14,7 +14,8 @@ from sqlglot import exp
 from weir import types as T
 from weir.adapter import api, dataflow_errors, indexes, planning
 from weir.errors import SqlState, WeirError
-from weir.http.metrics import READS, READS_THROUGH_INDEXES
+from weir.http import metrics
+from weir.http.metrics import READS_THROUGH_INDEXES
 from weir.sql import constant, fast_path
 from weir.sql.plan import NeedsReplan, QueryPlan, SparkPlan
 from weir.sql.render import bind_params
@@ -251,7 +252,7 @@ def _ran(session: Session, strategy: str) -> None:
     """How a read ran: constant (on the coordinator), fast-path (from an index) or
     standard (a Spark job); for statement history and /metrics."""
     session.execution_strategy = strategy
-    READS.labels(strategy=strategy).inc()
+    metrics.count(metrics.READS, strategy)
 
 
 async def _fast_path(session: Session, plan: fast_path.FastPathPlan, params: list[Any],

@@ -33,8 +33,21 @@ STATEMENT_LOG_DROPPED = Counter(
 REPLICAS_ONLINE = Gauge("weir_replicas_online", "Replica processes connected and heartbeating")
 
 
+_CHILDREN: dict[tuple[int, str], Any] = {}
+
+
+def count(metric: Counter, label: str, amount: float = 1) -> None:
+    """Add to a one-label counter. Hot paths call this per message, so each labelled child
+    is looked up once (prometheus_client's `.labels()` takes a lock and builds a key)."""
+    key = (id(metric), label)
+    child = _CHILDREN.get(key)
+    if child is None:
+        child = _CHILDREN[key] = metric.labels(label)
+    child.inc(amount)
+
+
 def pgwire_metric(name: str, amount: float) -> None:
-    PGWIRE_EVENTS.labels(event=name).inc(amount)
+    count(PGWIRE_EVENTS, name, amount)
 
 
 def bind(coord: Any) -> None:
