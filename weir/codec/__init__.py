@@ -29,6 +29,7 @@ from typing import Any
 
 from weir.codec import array as carr
 from weir.codec import datetime as cdt
+from weir.codec import interval as cinterval
 from weir.codec import json as cjson
 from weir.codec import numeric as cnum
 from weir.errors import SqlState, WeirError
@@ -226,7 +227,7 @@ _OUT: dict[int, Callable[[Any], str]] = {
     _DATE: cdt.date_out,
     _TIMESTAMP: cdt.timestamp_out,
     _TIMESTAMPTZ: cdt.timestamptz_out,
-    _INTERVAL: cdt.interval_out,
+    _INTERVAL: lambda v: cinterval.out(v) if isinstance(v, cinterval.PgInterval) else cdt.interval_out(v),
     _UUID: _uuid_out,
     _BYTEA: lambda v: "\\x" + v.hex(),
 }
@@ -255,7 +256,7 @@ _SEND: dict[int, Callable[[Any], bytes]] = {
     _DATE: cdt.date_send,
     _TIMESTAMP: cdt.timestamp_send,
     _TIMESTAMPTZ: cdt.timestamptz_send,
-    _INTERVAL: cdt.interval_send,
+    _INTERVAL: lambda v: cinterval.send(v) if isinstance(v, cinterval.PgInterval) else cdt.interval_send(v),
     _UUID: lambda v: (uuid.UUID(v) if isinstance(v, str) else v).bytes,
     _BYTEA: bytes,
 }
