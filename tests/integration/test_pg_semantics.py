@@ -3,6 +3,9 @@ answer, or a clean refusal (0A000) - never something else, never Spark internals
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
 import psycopg
 import pytest
 
@@ -41,7 +44,32 @@ def test_same_answer_as_postgres(both, sql: str) -> None:  # noqa: ANN001
     w, p = both
     cw, cp = w.execute(sql), p.execute(sql)
     assert [d.name for d in cw.description] == [d.name for d in cp.description]
-    assert sorted(map(str, cw.fetchall())) == sorted(map(str, cp.fetchall()))
+    assert sorted(map(_values, cw.fetchall())) == sorted(map(_values, cp.fetchall()))
+
+
+def _values(row: tuple[Any, ...]) -> str:
+    """A row to compare; numeric by value: weir prints unconstrained numeric without
+    trailing zeros, as Materialize does (test_numeric_output_is_materializes)."""
+    return str(tuple(v.normalize() if isinstance(v, Decimal) and v.is_finite() else v for v in row))
+
+
+def test_numeric_output_is_materializes(server: WeirServer) -> None:
+    """Unconstrained numeric prints without trailing zeros (Materialize's documented output)
+    whether the coordinator or Spark computed it, as a value or as text; numeric(p,s) keeps
+    its scale as in PostgreSQL."""
+    with server.connect() as w:
+        w.execute("CREATE TABLE sem_n (n numeric, m numeric(10,2))")
+        w.execute("INSERT INTO sem_n VALUES (1.50, 1.5), (2, 2), (0.001, 0.5), (-0.0, 0)")
+        with w.cursor() as c:
+            c.execute("SELECT n::text, m::text, n * 2 || '' FROM sem_n ORDER BY n")
+            assert c.fetchall() == [("0", "0.00", "0"), ("0.001", "0.50", "0.002"),
+                                                   ("1.5", "1.50", "3"), ("2", "2.00", "4")]
+        with w.cursor(binary=False) as c:
+            c.execute("SELECT n, m FROM sem_n ORDER BY n")
+            assert [tuple(map(str, r)) for r in c.fetchall()] == [("0", "0.00"), ("0.001", "0.50"),
+                                                                 ("1.5", "1.50"), ("2", "2.00")]
+            c.execute("SELECT 1.50::numeric, 12.5::numeric(10,2), sum(n) FROM sem_n")
+            assert tuple(map(str, c.fetchone())) == ("1.5", "12.50", "3.501")
 
 
 @pytest.mark.parametrize("sql", [

@@ -38,13 +38,13 @@ def _refused(sql: str) -> WeirError:
 
 
 @pytest.mark.parametrize(("sql", "expected"), [
-    ("SELECT log(100.0)", "2.0000000000000000"),
-    ("SELECT log(2, 8)", "3.0000000000000000"),
+    ("SELECT log(100.0)", "2"),
+    ("SELECT log(2, 8)", "3"),
     ("SELECT ln(2.0)", "0.6931471805599453"),
     ("SELECT exp(1.0)", "2.7182818284590452"),
     ("SELECT sqrt(2.0)", "1.414213562373095"),
     ("SELECT 1.0 / 3", "0.33333333333333333333"),
-    ("SELECT 10::numeric / 4", "2.5000000000000000"),
+    ("SELECT 10::numeric / 4", "2.5"),
     ("SELECT INTERVAL '.001 second'", "00:00:00.001"),
     ("SELECT INTERVAL '1-2 3:4 5 day'", "1 year 2 mons 5 days 03:04:00"),
     ("SELECT INTERVAL '36 hours'", "36:00:00"),
@@ -54,6 +54,7 @@ def _refused(sql: str) -> WeirError:
     ("SELECT pg_typeof(1.5)", "numeric"),
 ])
 def test_constant_values_are_postgres(sql: str, expected: str) -> None:
+    """PostgreSQL's values; numeric printed without trailing zeros, as Materialize does."""
     assert _const(sql)[1] == [expected]
 
 

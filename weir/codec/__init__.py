@@ -221,7 +221,7 @@ _OUT: dict[int, Callable[[Any], str]] = {
     _INT2: str, _INT4: str, _INT8: str, _OID: str, _MZ_TS: str,
     _FLOAT4: cnum.float4_out,
     _FLOAT8: cnum.float8_out,
-    _NUMERIC: cnum.numeric_out,
+    _NUMERIC: cnum.numeric_out_trimmed,  # numeric(p,s): see encode_text
     _TEXT: str, _VARCHAR: str, _BPCHAR: str, _NAME: str, _UNKNOWN: str, _JSON: _jsonb_out,
     _JSONB: _jsonb_out,
     _DATE: cdt.date_out,
@@ -356,6 +356,8 @@ def encode_text(value: Any, t: PgType) -> bytes:
     """PostgreSQL's text output for a non-NULL value of type t, as UTF-8."""
     f = _OUT.get(t.oid)  # array OIDs are never in _OUT
     if f is not None:
+        if t.oid == _NUMERIC and t.precision is not None:
+            return cnum.numeric_out(value).encode()  # numeric(p,s) keeps its scale, as in PostgreSQL
         return f(value).encode()
     if t.element is not None:
         return _array_out(value, t).encode()
@@ -367,6 +369,8 @@ def encode_binary(value: Any, t: PgType) -> bytes:
     try:
         f = _SEND.get(t.oid)
         if f is not None:
+            if t.oid == _NUMERIC and t.precision is None:
+                return f(cnum.numeric_trimmed(value))  # as its text form (encode_text)
             return f(value)
         if t.element is not None:
             return _array_send(value, t)

@@ -177,5 +177,5 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Ceil: tr.ceil_floor, exp.Floor: tr.ceil_floor, exp.Substring: tr.substring,
     exp.Stddev: tr.float_only, exp.StddevSamp: tr.float_only, exp.StddevPop: tr.float_only,
     exp.Variance: tr.float_only, exp.VariancePop: tr.float_only, exp.Concat: tr.concat,
-    exp.ArraySize: tr.array_length, exp.Cast: tr.int_div_cast,
+    exp.ArraySize: tr.array_length, exp.Cast: tr.cast,
 }

@@ -156,8 +156,11 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
         return _cat(node.this, node.expression)
     if infer.is_jsonb(a) or infer.is_jsonb(b):
         raise _refuse("operator || on jsonb")
-    for t in (a, b):
-        if t is not None and t.oid not in _TEXTISH:
+    for key, t in (("this", a), ("expression", b)):
+        if infer.is_numeric(t):  # as its text output
+            text = exp.Cast(this=node.args[key], to=exp.DataType.build("TEXT"))
+            node.set(key, cast(text, types) if t is not None and t.precision is None else text)
+        elif t is not None and t.oid not in _TEXTISH:
             raise _refuse(f"operator || with an operand of type {t.name}")
     return node
 
@@ -361,8 +364,20 @@ def _java_pattern(template: str) -> str:
     return "".join(out)
 
 
-def int_div_cast(node: exp.Expression, types: Types) -> exp.Expression:
-    """div(a, b) is sqlglot's CAST(a DIV b AS DECIMAL): keep it an integer-valued numeric."""
-    if isinstance(node.this, exp.IntDiv) and node.to.this == exp.DataType.Type.DECIMAL and not node.to.expressions:
+_TEXT_TYPES = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR,
+               exp.DataType.Type.NCHAR, exp.DataType.Type.NVARCHAR)
+
+
+def cast(node: exp.Expression, types: Types) -> exp.Expression:
+    """div(a, b) is sqlglot's CAST(a DIV b AS DECIMAL): keep it an integer-valued numeric.
+    Unconstrained numeric to text prints without trailing zeros, as weir's numeric output
+    does (Spark's DECIMAL(38,10) would print ten fractional digits)."""
+    to = node.to
+    if isinstance(node.this, exp.IntDiv) and to.this == exp.DataType.Type.DECIMAL and not to.expressions:
         return exp.Cast(this=node.this, to=exp.DataType.build("DECIMAL(38,0)"))
+    if to.this in _TEXT_TYPES and not to.expressions:
+        source = types.of(node.this)
+        if infer.is_numeric(source) and source is not None and source.precision is None:
+            return _spark(r"regexp_replace(regexp_replace(CAST({x} AS STRING), '(\\.[0-9]*?)0+$', '$1'), "
+                          r"'\\.$', '')", x=node.this)
     return node
