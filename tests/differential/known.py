@@ -45,6 +45,14 @@ def numeric_scale(oid: int, v: str) -> str:
     return decimal_zeros(oid, v) if oid == NUMERIC else v
 
 
+def numeric_scale_10(oid: int, v: str) -> str:
+    """A numeric column's value rounded to weir's 10 fractional digits, without trailing zeros."""
+    if oid == NUMERIC and re.fullmatch(r"-?\d+\.\d+", v):
+        from decimal import ROUND_HALF_UP, Decimal
+        v = format(Decimal(v).quantize(Decimal("1e-10"), rounding=ROUND_HALF_UP), "f")
+    return numeric_scale(oid, v)
+
+
 def float_text(oid: int, v: str) -> str:
     try:
         return repr(float(v))

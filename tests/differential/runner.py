@@ -202,10 +202,12 @@ class Differential:
             (groups[signature(out)] if out.ok and out.types else solo).append(i)
         batches = [(sig, ids[k:k + self.batch]) for sig, ids in groups.items()
                    for k in range(0, len(ids), self.batch)]
-        # PostgreSQL's answer to each batch, split by query: what weir's must equal
-        pg_batch = {tuple(ids): execute(pg, batch_sql([queries[i] for i in ids], ids, sig))
-                    for sig, ids in batches}
+        # PostgreSQL's answer to each batch, split by query: what weir's must equal. Not
+        # asked of PostgreSQL (planning a UNION ALL of 25 joins takes it seconds): its text
+        # cast is its output function, so the batch's rows are the queries' own rows
         pg.close()
+        pg_batch = {tuple(ids): Outcome(rows=[(str(i), *row) for i in ids for row in expected[i].rows or []])
+                    for _, ids in batches}
         sampled = set([i for i, q in enumerate(queries) if q.ordered][: self.solo_sample])
 
         def one(i: int) -> Result:

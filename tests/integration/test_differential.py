@@ -22,30 +22,32 @@ from tests.differential.known import (
     Known,
     decimal_zeros,
     explainer,
-    float_text,
     negative_zero,
     numeric_scale,
+    numeric_scale_10,
 )
 from tests.differential.runner import Differential, Report, execute
 from tests.differential.schema import indexed_setup_statements, setup_statements
 from tests.integration.server import WeirServer
 from tests.pg_server import PgServer, pg_server  # noqa: F401  (session-scoped fixture)
 
-# Differences Materialize documents, each with its reason. Empty so far: every difference
-# the generator has found is a bug (KNOWN_WRONG) or fixed.
-ALLOWED: tuple[Known, ...] = ()
+# Differences Materialize documents, each with its reason.
+ALLOWED: tuple[Known, ...] = (
+    Known("numeric-trailing-zeros", "",
+          "Materialize trims all trailing zeros off numeric values (materialize.com/docs/sql/types/numeric, "
+          "\"Output\"); weir does for unconstrained numeric, which Spark holds as DECIMAL(38,10) and so "
+          "cannot keep PostgreSQL's per-value scale: PostgreSQL 2.5000000000000000, weir 2.5",
+          normalise=numeric_scale),
+    Known("numeric-text-trailing-zeros", "", "the same for numeric::text: PostgreSQL '1.50', weir '1.5'",
+          normalise=decimal_zeros, query=r"\bn::text|numeric\)?::text|\|\|"),
+)
 
 # BUGS, not accepted differences: each belongs to a part of issue 10 and is listed only so
 # this suite stays green while that part is done. Remove an entry with its fix.
 KNOWN_WRONG: tuple[Known, ...] = (
-    Known("numeric-display-scale", "part 2 (numeric)",
-          "numeric values come back with scale 10 (DECIMAL(38,10)): 1.5 -> 1.5000000000, "
-          "avg(int) 2.5000000000000000 -> 2.5", normalise=numeric_scale),
-    Known("numeric-to-text", "part 2 (numeric)", "n::text is '1.5000000000' (PostgreSQL: '1.5')",
-          normalise=decimal_zeros, query=r"\bn::text|numeric\)?::text"),
-    Known("float-to-text", "part 2 (double precision)",
-          "d::text is Spark's '3.0' / '1.0E10' (PostgreSQL: '3' / '10000000000')",
-          normalise=float_text, query=r"\bd::text"),
+    Known("numeric-scale-10", "part 2 (numeric)",
+          "unconstrained numeric is DECIMAL(38,10) on Spark: results PostgreSQL computes to more "
+          "fractional digits (avg 1.4285714285714286) have 10 (1.4285714286)", normalise=numeric_scale_10),
     Known("float-negative-zero", "part 2 (double precision)",
           "trunc(-0.5::float8) is 0 (PostgreSQL: -0)", normalise=negative_zero, query=r"trunc\("),
 )
@@ -165,9 +167,12 @@ def test_differential_plain_tables(peers: Peers) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(4 * 3600)
+@pytest.mark.timeout(900)
 def test_differential_soak(peers: Peers) -> None:
-    """A longer run: several seeds, more queries, more materialized views."""
-    for seed in range(SEED + 100, SEED + 104):
-        _check(_run(peers.pg, peers.weir_indexed, Generator(seed).queries(5000), mv_batches=10,
-                    budget=None))
+    """A longer run on other seeds, with more materialized views (CI runs it; the whole
+    suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
+    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "300"))
+    report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=4,
+                  budget=budget)
+    _check(report)
+    assert sum(1 for r in report.results if not r.mv) >= MIN_CHECKED, report.summary()

@@ -26,6 +26,7 @@ SAME = [
     "SELECT array_agg(x ORDER BY x DESC) FROM sem_t",
     "SELECT array_agg(x) FROM sem_t WHERE false",
     "SELECT array_cat(NULL::int[], ARRAY[x]) FROM sem_t WHERE x = 1",
+    "SELECT f::text, f || 'x', (f / 3)::text, (f * 1e20)::text, (f / 1e7)::text, (f / 3)::real::text FROM sem_t",
 ]
 
 

@@ -31,7 +31,7 @@ _PASS: frozenset[type] = frozenset({
     exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp.NthValue, exp.Ntile, exp.PercentRank,
     exp.CumeDist, exp.Explode, exp.ExplodingGenerateSeries, exp.Unnest,
     exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentUser, exp.SessionUser, exp.CurrentSchema,
-    exp.CurrentDatabase, exp.CurrentVersion, exp.TimestampTrunc, exp.Pi, exp.Rand,
+    exp.CurrentDatabase, exp.CurrentVersion, exp.Pi, exp.Rand,
     exp.Degrees, exp.Radians, exp.Sin, exp.Cos, exp.Tan, exp.Atan, exp.Atan2, exp.Cbrt,
     exp.StartsWith, exp.RegexpLike, exp.RegexpILike, exp.Sign, exp.Any, exp.All,
 })
@@ -177,5 +177,5 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Ceil: tr.ceil_floor, exp.Floor: tr.ceil_floor, exp.Substring: tr.substring,
     exp.Stddev: tr.float_only, exp.StddevSamp: tr.float_only, exp.StddevPop: tr.float_only,
     exp.Variance: tr.float_only, exp.VariancePop: tr.float_only, exp.Concat: tr.concat,
-    exp.ArraySize: tr.array_length, exp.Cast: tr.cast,
+    exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc,
 }

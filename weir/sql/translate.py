@@ -157,7 +157,7 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
     if infer.is_jsonb(a) or infer.is_jsonb(b):
         raise _refuse("operator || on jsonb")
     for key, t in (("this", a), ("expression", b)):
-        if infer.is_numeric(t):  # as its text output
+        if infer.is_numeric(t) or infer.is_float(t):  # as its text output
             text = exp.Cast(this=node.args[key], to=exp.DataType.build("TEXT"))
             node.set(key, cast(text, types) if t is not None and t.precision is None else text)
         elif t is not None and t.oid not in _TEXTISH:
@@ -174,9 +174,10 @@ def sum_(node: exp.Expression, types: Types) -> exp.Expression:
 
 
 def avg(node: exp.Expression, types: Types) -> exp.Expression:
-    """avg of integers is numeric in PostgreSQL, never computed in doubles."""
+    """avg of integers is numeric in PostgreSQL, never computed in doubles; Spark's avg of
+    DECIMAL(28,6) is DECIMAL(32,10): the 10 fractional digits of weir's numeric."""
     if infer.is_int(types.of(node.this)):
-        return exp.Avg(this=exp.Cast(this=node.this, to=exp.DataType.build("DECIMAL(38,0)")))
+        return exp.Avg(this=exp.Cast(this=node.this, to=exp.DataType.build("DECIMAL(28,6)")))
     _no_interval_output(node, types)
     return node
 
@@ -364,6 +365,7 @@ def _java_pattern(template: str) -> str:
     return "".join(out)
 
 
+_INT_TYPES = (exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT)
 _TEXT_TYPES = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR, exp.DataType.Type.CHAR,
                exp.DataType.Type.NCHAR, exp.DataType.Type.NVARCHAR)
 
@@ -371,13 +373,34 @@ _TEXT_TYPES = (exp.DataType.Type.TEXT, exp.DataType.Type.VARCHAR, exp.DataType.T
 def cast(node: exp.Expression, types: Types) -> exp.Expression:
     """div(a, b) is sqlglot's CAST(a DIV b AS DECIMAL): keep it an integer-valued numeric.
     Unconstrained numeric to text prints without trailing zeros, as weir's numeric output
-    does (Spark's DECIMAL(38,10) would print ten fractional digits)."""
+    does (Spark's DECIMAL(38,10) would print ten fractional digits); float to text prints
+    PostgreSQL's digits (a replica UDF, weir.codec.spark_udfs), not Java's."""
     to = node.to
     if isinstance(node.this, exp.IntDiv) and to.this == exp.DataType.Type.DECIMAL and not to.expressions:
         return exp.Cast(this=node.this, to=exp.DataType.build("DECIMAL(38,0)"))
+    if to.this in _INT_TYPES:
+        source = types.of(node.this)
+        if infer.is_numeric(source):  # PostgreSQL rounds half away from zero; Spark truncates
+            return exp.Cast(this=_spark("round({x}, 0)", x=node.this), to=to)
+        if infer.is_float(source):  # rint(): half to even
+            return exp.Cast(this=_spark("bround({x}, 0)", x=node.this), to=to)
     if to.this in _TEXT_TYPES and not to.expressions:
         source = types.of(node.this)
+        if infer.is_float(source) and source is not None:  # PostgreSQL's shortest digits
+            name = "weir_float4_out" if source.oid == T.FLOAT4.oid else "weir_float8_out"
+            call = exp.Anonymous(this=name, expressions=[node.this])
+            call.meta["weir_literal"] = True  # weir's own function: the gate lets it pass
+            return call
         if infer.is_numeric(source) and source is not None and source.precision is None:
             return _spark(r"regexp_replace(regexp_replace(CAST({x} AS STRING), '(\\.[0-9]*?)0+$', '$1'), "
                           r"'\\.$', '')", x=node.this)
+    return node
+
+
+def timestamp_trunc(node: exp.Expression, types: Types) -> exp.Expression:
+    """date_trunc of a timestamp is a timestamp (Spark's is a timestamp with time zone;
+    the session's zone is UTC, so the cast back is exact)."""
+    source = types.of(node.this)
+    if source is not None and source.oid == T.TIMESTAMP.oid:
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
     return node
