@@ -4,7 +4,7 @@
 
 Starts a real `weir serve` (tests/integration/server.py, quickstart cluster: one replica
 of size '1' = Spark local[1]) in a temp dir. Three cases, one after the other; each
-creates its own base table(s), loads them with `INSERT ... SELECT ... FROM range(N)`,
+creates its own base table(s), loads them with `INSERT ... SELECT ... FROM generate_series(0, N - 1)`,
 creates its view, measures, and drops what it created, so no other dataflow shares the
 replica's one Spark core with the case being measured:
 
@@ -232,7 +232,7 @@ def load_table(conn: psycopg.Connection, table: str, rows: int) -> float:
     """(id bigint, k int, v int): k = id % DIM_ROWS, v = id % 100."""
     conn.execute(f"CREATE TABLE {table} (id bigint, k int, v int)")
     t0 = time.monotonic()
-    conn.execute(f"INSERT INTO {table} SELECT id, id % {DIM_ROWS}, id % 100 FROM range({rows})")
+    conn.execute(f"INSERT INTO {table} SELECT id, id % {DIM_ROWS}, id % 100 FROM generate_series(0, {rows} - 1) AS s(id)")
     secs = time.monotonic() - t0
     n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
     if n != rows:

@@ -6,7 +6,7 @@ input grows (10^4, 10^5, 10^6 rows).
 Starts a real `weir serve` (tests/integration/server.py; quickstart cluster, one replica
 of size '1' = Spark local[1]) in a temp dir. For each size N, in turn: a table
 `sc_N (id bigint, k int, v int)` loaded with `INSERT ... SELECT id, id % 1000, id % 100
-FROM range(N)`, and then, one view at a time (so the two dataflows never share the
+FROM generate_series(0, N - 1)`, and then, one view at a time (so the two dataflows never share the
 replica's one Spark core):
 
   filter  CREATE MATERIALIZED VIEW ... AS SELECT id, k, v FROM sc_N WHERE v = 7

@@ -62,7 +62,7 @@ def main() -> int:
         conn = weir.connect()
         conn.execute("CREATE TABLE peek_bench (id bigint, grp int, name text, amount double precision)")
         t0 = time.monotonic()
-        conn.execute(f"INSERT INTO peek_bench SELECT id, id % 100, 'name' || id, id * 0.5 FROM range({args.rows})")
+        conn.execute(f"INSERT INTO peek_bench SELECT id, id % 100, 'name' || id, id * 0.5 FROM generate_series(0, {args.rows} - 1) AS s(id)")
         print(f"loaded {args.rows:,} rows in {time.monotonic() - t0:.1f}s")
         t0 = time.monotonic()
         conn.execute("CREATE INDEX peek_bench_id ON peek_bench (id)")

@@ -342,7 +342,7 @@ def main() -> int:
               f"statement_log_flush_interval {interval}; {gap:.0f} s between runs")
         conn.execute("CREATE TABLE t (id bigint, name text, amount double precision)")
         t0 = time.monotonic()
-        conn.execute(f"INSERT INTO t SELECT id, 'name' || id, id * 0.5 FROM range({args.rows})")
+        conn.execute(f"INSERT INTO t SELECT id, 'name' || id, id * 0.5 FROM generate_series(0, {args.rows} - 1) AS s(id)")
         conn.execute("CREATE INDEX t_id ON t (id)")
         while "fast path" not in conn.execute("EXPLAIN " + LOOKUP.format(1)).fetchone()[0] or \
                 weir.metric("weir_reads_total", strategy="fast-path") == 0:

@@ -6,7 +6,11 @@ S/V/C/M (and D/H when set) fields. Codes follow PostgreSQL's appendix A.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import re
+from dataclasses import dataclass, replace
+
+log = logging.getLogger(__name__)
 
 
 class SqlState:
@@ -100,6 +104,25 @@ class WeirError(Exception):
         return f"{self.severity}: {self.message} (SQLSTATE {self.sqlstate})"
 
 
+RUNTIME_MARKER = "weir-error:"
+
+
+def runtime_marker(sqlstate: str, message: str) -> str:
+    """The text of a Spark raise_error() that the replica turns back into this error."""
+    return f"{RUNTIME_MARKER}{sqlstate}:{message}"
+
+
+def from_runtime_marker(text: str) -> WeirError | None:
+    """The error a runtime_marker() text stands for, if `text` holds one."""
+    at = text.find(RUNTIME_MARKER)
+    if at < 0:
+        return None
+    rest = text[at + len(RUNTIME_MARKER):]
+    sqlstate, _, message = rest.partition(":")
+    message = message.split("\n", 1)[0].rstrip().rstrip("'\"").rstrip(".")
+    return WeirError(sqlstate[:5], message)
+
+
 def undefined_table(name: str) -> WeirError:
     return WeirError(SqlState.UNDEFINED_TABLE, f'unknown catalog item \'{name}\'')
 
@@ -118,6 +141,45 @@ def internal(message: str) -> WeirError:
 
 def query_canceled() -> WeirError:
     return WeirError(SqlState.QUERY_CANCELED, "canceling statement due to user request")
+
+
+# What a message a client sees must never contain: Spark's [ERROR_CLASS] tags, JVM and
+# Python class names and attribute errors, weir's generated names (_weir_c0, weir_<shard>).
+_LEAK = re.compile(
+    r"\[[A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*\]|`|_weir_|\bweir_u\d|org\.apache|\bjava\.|\bscala\.|py4j"
+    r"|pyspark|Traceback|\bSpark\b|\bArrow\b|\w+(?:Exception|Error)\b|object has no attribute"
+    r"|NoneType|\b[A-Z][a-z]+(?:[A-Z][a-z]+)*Type\b|Error parsing|line \d+ pos \d+")
+
+_GENERIC = {"0A": "feature not supported", "22": "invalid input value", "42": "invalid query",
+            "53": "out of memory", "57": "operator intervention", "58": "I/O error"}
+
+
+def leaks(text: str | None) -> bool:
+    """Whether a message shows internals of Spark, the JVM, Python or weir."""
+    return bool(text) and _LEAK.search(text) is not None  # type: ignore[arg-type]
+
+
+def client_safe(err: WeirError) -> WeirError:
+    """The error as a client may see it: one that shows internals becomes a generic message
+    of its SQLSTATE class (XX000 when it has none), the original kept in the server log."""
+    if not (leaks(err.message) or leaks(err.detail) or leaks(err.hint)):
+        return err
+    log.warning("error shown to the client without internals; original: %s (detail: %s, hint: %s)",
+                err, err.detail, err.hint)
+    if not leaks(err.message):
+        return replace(err, detail=None if leaks(err.detail) else err.detail,
+                       hint=None if leaks(err.hint) else err.hint)
+    state = err.sqlstate if err.sqlstate[:2] in _GENERIC else SqlState.INTERNAL_ERROR
+    return replace(err, sqlstate=state, message=_GENERIC.get(state[:2], "internal error"),
+                   detail=None, hint=None)
+
+
+def from_exception(exc: BaseException) -> WeirError:
+    """A client error for an exception weir did not expect (the exception itself is logged
+    by the caller): never the exception's own text."""
+    if isinstance(exc, WeirError):
+        return client_safe(exc)
+    return WeirError(SqlState.INTERNAL_ERROR, "internal error")
 
 
 # SQLSTATE classes of errors that a query's *data* causes (division by zero, a failed

@@ -77,7 +77,7 @@ SAMPLES: list[tuple[PgType, Any, bytes, bytes]] = [
     (FLOAT4, 1.5, b"1.5", b"?\xc0\x00\x00"),
     (NUMERIC, Decimal("1.5"), b"1.5", b"\x00\x02\x00\x00\x00\x00\x00\x01\x00\x01\x13\x88"),
     (NUMERIC, Decimal("0"), b"0", b"\x00\x00\x00\x00\x00\x00\x00\x00"),
-    (NUMERIC, Decimal("0.000"), b"0.000", b"\x00\x00\x00\x00\x00\x00\x00\x03"),
+    (NUMERIC, Decimal("0"), b"0", b"\x00\x00\x00\x00\x00\x00\x00\x00"),
     (NUMERIC, Decimal("-0.0001"), b"-0.0001", b"\x00\x01\xff\xff\x40\x00\x00\x04\x00\x01"),
     (NUMERIC, Decimal("123456789.123456789"), b"123456789.123456789",
      b"\x00\x06\x00\x02\x00\x00\x00\t\x00\x01\t)\x1a\x85\x04\xd2\x16.#("),
@@ -85,7 +85,9 @@ SAMPLES: list[tuple[PgType, Any, bytes, bytes]] = [
     (NUMERIC, Decimal("Infinity"), b"Infinity", b"\x00\x00\x00\x00\xd0\x00\x00\x20"),
     (NUMERIC, Decimal("-Infinity"), b"-Infinity", b"\x00\x00\x00\x00\xf0\x00\x00\x20"),
     (NUMERIC, Decimal("1E+20"), b"100000000000000000000", b"\x00\x01\x00\x05\x00\x00\x00\x00\x00\x01"),
-    (NUMERIC, Decimal("15.0"), b"15.0", b"\x00\x01\x00\x00\x00\x00\x00\x01\x00\x0f"),
+    (NUMERIC, Decimal("15"), b"15", b"\x00\x01\x00\x00\x00\x00\x00\x00\x00\x0f"),
+    (numeric(10, 3), Decimal("0.000"), b"0.000", b"\x00\x00\x00\x00\x00\x00\x00\x03"),
+    (numeric(10, 1), Decimal("15.0"), b"15.0", b"\x00\x01\x00\x00\x00\x00\x00\x01\x00\x0f"),
     (NUMERIC, Decimal("10000"), b"10000", b"\x00\x01\x00\x01\x00\x00\x00\x00\x00\x01"),
     (NUMERIC, Decimal("0.00001"), b"0.00001", b"\x00\x01\xff\xfe\x00\x00\x00\x05\x03\xe8"),
     (TEXT, "é€", "é€".encode(), "é€".encode()),
@@ -180,8 +182,21 @@ def test_numeric_binary_round_trips_many_values() -> None:
     for d in values:
         d = Decimal(format(d, "f"))  # no positive exponents in weir's numeric domain
         assert decode_binary(encode_binary(d, NUMERIC), NUMERIC) == d
-        assert str(decode_binary(encode_binary(d, NUMERIC), NUMERIC)) == str(d)
+        assert str(decode_binary(encode_binary(d, NUMERIC), NUMERIC)) == encode_text(d, NUMERIC).decode()
         assert decode_text(encode_text(d, NUMERIC), NUMERIC) == d
+
+
+def test_unconstrained_numeric_prints_without_trailing_zeros() -> None:
+    """As Materialize does (its numeric docs, "Output"): weir holds unconstrained numeric
+    as DECIMAL(38,10) on Spark, so PostgreSQL's per-value scale is not kept; numeric(p,s)
+    keeps its scale as in PostgreSQL."""
+    for v, out in (("1.5000000000", b"1.5"), ("-0.0000000000", b"0"), ("100.00", b"100"),
+                   ("2.5000000000000000", b"2.5"), ("10", b"10"), ("0.0001000", b"0.0001")):
+        assert encode_text(Decimal(v), NUMERIC) == out
+        assert str(decode_binary(encode_binary(Decimal(v), NUMERIC), NUMERIC)) == out.decode()
+    assert encode_text([Decimal("1.50"), None], array_of(NUMERIC)) == b"{1.5,NULL}"
+    assert encode_text(Decimal("12.5"), numeric(10, 2)) == b"12.5"  # the value's own scale
+    assert encode_text(Decimal("12.50"), numeric(10, 2)) == b"12.50"
 
 
 def test_numeric_binary_truncates_digits_beyond_dscale() -> None:
@@ -395,7 +410,7 @@ def test_copy_text_row_matches_postgres() -> None:
     types = [TEXT, TEXT, TEXT_ARRAY, BYTEA, FLOAT8, JSONB, TIMESTAMP, INT4, NUMERIC, BOOL, INTERVAL]
     assert copy_text_row(values, types) == (
         b'a\\\\b\\tc\\nd\\re\\bf\\fg\\vh\x01i\t\\N\t{"x y","q\\\\\\\\r","tab\\there"}\t\\\\x00ff\t1.5\t'
-        b'{"a": "b\\\\tc"}\t2020-01-02 03:04:05\t12\t1.50\tt\t1 day\n')
+        b'{"a": "b\\\\tc"}\t2020-01-02 03:04:05\t12\t1.5\tt\t1 day\n')
 
 
 # ---------------------------------------------------------------- coerce
@@ -403,7 +418,7 @@ def test_copy_text_row_matches_postgres() -> None:
 
 @pytest.mark.parametrize(("value", "t", "expected"), [
     ("12", INT4, 12), (3.7, INT4, 4), (2.5, INT4, 3), (-2.5, INT4, -3), (Decimal("3.5"), INT2, 4),
-    (7, INT8, 7), (12, TEXT, "12"), (True, TEXT, "true"), (Decimal("1.50"), TEXT, "1.50"), (1.5, TEXT, "1.5"),
+    (7, INT8, 7), (12, TEXT, "12"), (True, TEXT, "true"), (Decimal("1.50"), TEXT, "1.5"), (1.5, TEXT, "1.5"),
     (dt.datetime(2020, 1, 1, 10, tzinfo=UTC), TEXT, "2020-01-01 10:00:00+00"), (dt.timedelta(days=1), TEXT, "1 day"),
     ("abc   ", _with_typmod(VARCHAR, 3), "abc"), ("ab", _with_typmod(CHAR, 3), "ab "),
     (Decimal("123.455"), numeric(5, 2), Decimal("123.46")), (1e-10, numeric(5, 2), Decimal("0.00")),

@@ -33,7 +33,7 @@ def _hints(inputs: dict[str, RelationDesc]) -> dict[str, PgType]:
     out: dict[str, PgType] = {}
     for desc in inputs.values():
         for c in desc.columns:
-            if T.from_arrow(c.type.arrow).oid != c.type.oid:
+            if T.from_arrow(c.type.arrow).oid != c.type.oid or c.type.precision is not None:
                 out.setdefault(c.name, c.type)
     return out
 
@@ -49,6 +49,11 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
         if name is None or name.startswith("_weir_c"):
             name = f.name
         t = T.from_arrow(f.type)
+        if t.oid == T.NUMERIC.oid:
+            # Spark's decimal(p,s) of a computed value is not a declared numeric(p,s):
+            # unconstrained, printed without trailing zeros (as Materialize prints numeric);
+            # a numeric(p,s) column or cast keeps its typmod through the hints below
+            t = T.NUMERIC
         if name == "mz_now" and pa.types.is_integer(f.type):
             t = T.MZ_TIMESTAMP
         hint = hints.get(f.name) or hints.get(name)

@@ -50,11 +50,10 @@ def show_query(session: Session, show: st.ShowObjects) -> exp.Expression:
         sql = (f"SELECT o.name AS name{extra}, '' AS comment FROM mz_catalog.{rel} o "
                f"WHERE o.schema_id = {_q(sid)}{cond}")
     elif what == "clusters":
-        sql = ("SELECT c.name AS name, coalesce(array_join(sort_array(collect_list("
-               "concat(r.name, ' (', r.size, ')'))), ', '), '') AS replicas, '' AS comment "
+        sql = ("SELECT c.name AS name, coalesce(string_agg(r.name || ' (' || r.size || ')', ', ' "
+               "ORDER BY r.name || ' (' || r.size || ')'), '') AS replicas, '' AS comment "
                "FROM mz_catalog.mz_clusters c LEFT JOIN mz_catalog.mz_cluster_replicas r "
                "ON r.cluster_id = c.id GROUP BY c.name")
-        return _finish(sqlglot.parse_one(sql, read="spark"), show)
     elif what == "cluster replicas":
         ready = coord.ready_replica_ids()
         ready_list = ", ".join(_q(r) for r in ready) or "''"

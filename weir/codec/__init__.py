@@ -29,6 +29,7 @@ from typing import Any
 
 from weir.codec import array as carr
 from weir.codec import datetime as cdt
+from weir.codec import interval as cinterval
 from weir.codec import json as cjson
 from weir.codec import numeric as cnum
 from weir.errors import SqlState, WeirError
@@ -220,13 +221,13 @@ _OUT: dict[int, Callable[[Any], str]] = {
     _INT2: str, _INT4: str, _INT8: str, _OID: str, _MZ_TS: str,
     _FLOAT4: cnum.float4_out,
     _FLOAT8: cnum.float8_out,
-    _NUMERIC: cnum.numeric_out,
+    _NUMERIC: cnum.numeric_out_trimmed,  # numeric(p,s): see encode_text
     _TEXT: str, _VARCHAR: str, _BPCHAR: str, _NAME: str, _UNKNOWN: str, _JSON: _jsonb_out,
     _JSONB: _jsonb_out,
     _DATE: cdt.date_out,
     _TIMESTAMP: cdt.timestamp_out,
     _TIMESTAMPTZ: cdt.timestamptz_out,
-    _INTERVAL: cdt.interval_out,
+    _INTERVAL: lambda v: cinterval.out(v) if isinstance(v, cinterval.PgInterval) else cdt.interval_out(v),
     _UUID: _uuid_out,
     _BYTEA: lambda v: "\\x" + v.hex(),
 }
@@ -255,7 +256,7 @@ _SEND: dict[int, Callable[[Any], bytes]] = {
     _DATE: cdt.date_send,
     _TIMESTAMP: cdt.timestamp_send,
     _TIMESTAMPTZ: cdt.timestamptz_send,
-    _INTERVAL: cdt.interval_send,
+    _INTERVAL: lambda v: cinterval.send(v) if isinstance(v, cinterval.PgInterval) else cdt.interval_send(v),
     _UUID: lambda v: (uuid.UUID(v) if isinstance(v, str) else v).bytes,
     _BYTEA: bytes,
 }
@@ -355,6 +356,8 @@ def encode_text(value: Any, t: PgType) -> bytes:
     """PostgreSQL's text output for a non-NULL value of type t, as UTF-8."""
     f = _OUT.get(t.oid)  # array OIDs are never in _OUT
     if f is not None:
+        if t.oid == _NUMERIC and t.precision is not None:
+            return cnum.numeric_out(value).encode()  # numeric(p,s) keeps its scale, as in PostgreSQL
         return f(value).encode()
     if t.element is not None:
         return _array_out(value, t).encode()
@@ -366,6 +369,8 @@ def encode_binary(value: Any, t: PgType) -> bytes:
     try:
         f = _SEND.get(t.oid)
         if f is not None:
+            if t.oid == _NUMERIC and t.precision is None:
+                return f(cnum.numeric_trimmed(value))  # as its text form (encode_text)
             return f(value)
         if t.element is not None:
             return _array_send(value, t)

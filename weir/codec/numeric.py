@@ -248,6 +248,25 @@ def numeric_out(v: Decimal) -> str:
     return s
 
 
+def numeric_out_trimmed(v: Decimal) -> str:
+    """Unconstrained numeric's text: without trailing fractional zeros, as Materialize
+    prints every numeric (its documented difference from PostgreSQL). weir cannot keep
+    PostgreSQL's per-value scale: Spark holds unconstrained numeric as DECIMAL(38,10)."""
+    s = numeric_out(v)
+    if "." in s and s[-1] == "0":
+        s = s.rstrip("0").rstrip(".")
+        if s == "-0":
+            s = "0"
+    return s
+
+
+def numeric_trimmed(v: Decimal) -> Decimal:
+    """The value numeric_out_trimmed prints (binary format: dscale without trailing zeros)."""
+    if isinstance(v, Decimal) and v.is_finite() and v.as_tuple().exponent < 0:  # type: ignore[operator]
+        return Decimal(numeric_out_trimmed(v))
+    return v
+
+
 def _check_numeric_range(d: Decimal) -> Decimal:
     exp = d.as_tuple().exponent
     assert isinstance(exp, int)

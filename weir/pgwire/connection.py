@@ -15,7 +15,7 @@ import struct
 from typing import TYPE_CHECKING
 
 from weir.adapter.api import Session
-from weir.errors import SqlState, WeirError
+from weir.errors import SqlState, WeirError, client_safe, from_exception
 from weir.pgwire import messages as m
 
 if TYPE_CHECKING:
@@ -239,7 +239,7 @@ class PgConnection(asyncio.Protocol):
     def send_fatal(self, err: WeirError) -> None:
         if self.closed:
             return
-        m.error_response(self.out, err, severity="FATAL")
+        m.error_response(self.out, client_safe(err), severity="FATAL")
         self.flush()
 
     def shutdown(self) -> None:
@@ -294,7 +294,7 @@ class PgConnection(asyncio.Protocol):
             log.debug("pgwire: connection handler for %s cancelled", self.peer_host)
         except Exception as e:
             log.exception("pgwire: internal error on connection from %s", self.peer_host)
-            self.send_fatal(WeirError(SqlState.INTERNAL_ERROR, str(e) or type(e).__name__))
+            self.send_fatal(from_exception(e))
         finally:
             await self._cleanup()
 

@@ -24,7 +24,7 @@ from weir.adapter.api import (
     Rows,
     Session,
 )
-from weir.errors import SqlState, WeirError, query_canceled
+from weir.errors import SqlState, WeirError, client_safe, from_exception, query_canceled
 from weir.pgwire import messages as m
 from weir.pgwire.connection import FLUSH_THRESHOLD, ConnectionLost, PgConnection
 from weir.pgwire.portals import (
@@ -128,6 +128,7 @@ class QueryHandler:
     def report(self, err: WeirError) -> None:
         """ErrorResponse (after pending notices); any error fails the transaction."""
         self.send_notices()
+        err = client_safe(err)
         m.error_response(self.out, err)
         self.conn.server.metric("errors", 1)
         if err.severity in ("FATAL", "PANIC"):
@@ -177,7 +178,7 @@ class QueryHandler:
             except Exception as e:
                 outcome = False
                 log.exception("pgwire: internal error while running a statement")
-                self.report(WeirError(SqlState.INTERNAL_ERROR, str(e) or type(e).__name__))
+                self.report(from_exception(e))
 
         task = conn.loop.create_task(body())
         conn.stmt_task = task
@@ -216,7 +217,7 @@ class QueryHandler:
             texts = None
         except Exception as e:
             log.exception("pgwire: session.split failed")
-            self.report(WeirError(SqlState.INTERNAL_ERROR, str(e) or type(e).__name__))
+            self.report(from_exception(e))
             texts = None
         if texts is not None and len(texts) > 1:
             syntax_error = self.session.first_syntax_error(texts)

@@ -74,7 +74,9 @@ class PgServer:
             if pending:
                 await asyncio.wait(pending, timeout=grace)
         for conn in conns:  # clients that stopped reading: don't wait on their buffers
-            if conn.transport is not None and conn.transport.get_write_buffer_size():
+            transport = conn.transport
+            # a closed TLS transport has dropped its protocol: asking its buffer size raises
+            if transport is not None and not transport.is_closing() and transport.get_write_buffer_size():
                 conn.abort()
         if self._server is not None:
             await self._server.wait_closed()

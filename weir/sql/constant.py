@@ -11,7 +11,9 @@ from typing import Any
 from sqlglot import exp
 
 from weir import types as T
+from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError
+from weir.sql import numeric_math as nm
 from weir.sql.render import (
     SessionContext,
     name_outputs,
@@ -101,6 +103,8 @@ def _eval(e: exp.Expression) -> Value:
         return None, T.TEXT
     if isinstance(e, exp.Neg):
         v, t = _eval(e.this)
+        if t.oid == T.INTERVAL.oid:
+            return (None if v is None else -v), t
         return (None if v is None else _check(-v, t)), t
     if isinstance(e, exp.Cast):
         return _cast(e)
@@ -125,6 +129,10 @@ def _eval(e: exp.Expression) -> Value:
         a, _ = _eval(e.this)
         b, _ = _eval(e.expression)
         return (None if a is None or b is None else _text(a) + _text(b)), T.TEXT
+    if isinstance(e, (exp.Log, exp.Ln, exp.Exp, exp.Sqrt)):
+        return _math(e)
+    if isinstance(e, exp.Anonymous) and e.name.lower() == "pg_typeof" and len(e.expressions) == 1:
+        return _eval(e.expressions[0])[1].name, T.TEXT
     if isinstance(e, (exp.Upper, exp.Lower)):
         a, _ = _eval(e.this)
         return (None if a is None else (a.upper() if isinstance(e, exp.Upper) else a.lower())), T.TEXT
@@ -152,9 +160,36 @@ def _check(v: Any, t: PgType) -> Any:
 _RANK = {T.INT2.oid: 1, T.INT4.oid: 2, T.INT8.oid: 3, T.NUMERIC.oid: 4, T.FLOAT4.oid: 5, T.FLOAT8.oid: 6}
 
 
+def _math(e: exp.Expression) -> Value:
+    """log (base 10), ln, exp, sqrt: exact for numeric as PostgreSQL's numeric.c, doubles otherwise."""
+    args = [_eval(a) for a in e.iter_expressions()]
+    if any(t.oid not in _RANK for _, t in args):
+        raise NotConstant
+    numeric = any(t.oid == T.NUMERIC.oid for _, t in args) or (isinstance(e, exp.Log) and len(args) == 2)
+    if any(v is None for v, _ in args):
+        return None, T.NUMERIC if numeric else T.FLOAT8
+    if not numeric:
+        raise NotConstant  # doubles: the Spark translation raises PostgreSQL's errors
+    vals = [decimal.Decimal(v) for v, _ in args]
+    if isinstance(e, exp.Log):
+        return (nm.log(vals[0], vals[1]) if len(vals) == 2 else nm.log(decimal.Decimal(10), vals[0])), T.NUMERIC
+    fn = {exp.Ln: nm.ln, exp.Exp: nm.exp, exp.Sqrt: nm.sqrt}[type(e)]
+    return fn(vals[0]), T.NUMERIC
+
+
+def _interval_arith(e: exp.Binary, a: Any, ta: PgType, b: Any, tb: PgType) -> Value:
+    if not (ta.oid == tb.oid == T.INTERVAL.oid) or not isinstance(e, (exp.Add, exp.Sub)):
+        raise NotConstant
+    if a is None or b is None:
+        return None, T.INTERVAL
+    return (a + b if isinstance(e, exp.Add) else a - b), T.INTERVAL
+
+
 def _arith(e: exp.Binary) -> Value:
     a, ta = _eval(e.this)
     b, tb = _eval(e.expression)
+    if T.INTERVAL.oid in (ta.oid, tb.oid):
+        return _interval_arith(e, a, ta, b, tb)
     if ta.oid not in _RANK or tb.oid not in _RANK:
         raise NotConstant
     t = ta if _RANK[ta.oid] >= _RANK[tb.oid] else tb
@@ -178,6 +213,8 @@ def _arith(e: exp.Binary) -> Value:
         if t.oid in _INT_RANGE:
             q = abs(a) // abs(b)
             r = q if (a >= 0) == (b >= 0) else -q
+        elif t.oid == T.NUMERIC.oid:
+            r = nm.div(a, b)
         else:
             r = a / b
     else:
@@ -204,6 +241,8 @@ def _cast(e: exp.Cast) -> Value:
     target = pg_type_of_datatype(e.to)
     if target is None or target.is_array:
         raise NotConstant
+    if target.oid == T.INTERVAL.oid and isinstance(e.this, exp.Literal) and e.this.is_string:
+        return cinterval.parse(e.this.this), T.INTERVAL
     v, t = _eval(e.this)
     if v is None:
         return None, target

@@ -8,16 +8,16 @@ import re
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
+from weir.sql.dialect import Weir
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
-_DIALECT = Postgres()
+_DIALECT = Weir()
 
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_][A-Za-z_0-9]*)?\$")

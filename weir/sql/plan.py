@@ -146,7 +146,8 @@ def spark_schema(inputs: dict[str, RelationDesc]) -> dict[str, dict[str, str]]:
 
 def cast_hints(expr: exp.Expression) -> list[PgType | None]:
     """Per top-level projection, the type it is cast to, for types Spark cannot express
-    (`x::uuid`, `'{}'::jsonb`, `n::mz_timestamp` come back from Spark as text or bigint)."""
+    (`x::uuid`, `'{}'::jsonb`, `n::mz_timestamp` come back from Spark as text or bigint)
+    and for numeric(p,s), whose typmod a Spark decimal result does not carry."""
     select = expr
     while isinstance(select, exp.SetOperation):
         select = select.this
@@ -156,7 +157,8 @@ def cast_hints(expr: exp.Expression) -> list[PgType | None]:
     for p in select.expressions:
         inner = p.this if isinstance(p, exp.Alias) else p
         t = pg_type_of_datatype(inner.to) if isinstance(inner, exp.Cast) else None
-        out.append(t if t is not None and T.from_arrow(t.arrow).oid != t.oid else None)
+        out.append(t if t is not None and (T.from_arrow(t.arrow).oid != t.oid or t.precision is not None)
+                   else None)
     return out
 
 

@@ -59,7 +59,9 @@ def output_name(e: exp.Expression) -> str:
     if isinstance(e, (exp.CurrentUser, exp.SessionUser)):
         return "current_user" if isinstance(e, exp.CurrentUser) else "session_user"
     if isinstance(e, exp.Func):
-        name = e.sql_name().lower()
+        from weir.sql.functions import pg_name
+
+        name = pg_name(e)
         return {"current_timestamp": "now" if e.args.get("sysdate") is None else name}.get(name, name)
     return "?column?"
 
@@ -235,9 +237,11 @@ def literal(value: Any, t: PgType) -> exp.Expression:
         micros = int(value / dt.timedelta(microseconds=1)) if isinstance(value, dt.timedelta) else int(value)
         days, rem = divmod(micros, 86_400_000_000)
         secs = f"{rem // 1_000_000}.{rem % 1_000_000:06d}"
-        return exp.Anonymous(this="make_dt_interval", expressions=[
+        node = exp.Anonymous(this="make_dt_interval", expressions=[
             exp.Literal.number(days), exp.Literal.number(0), exp.Literal.number(0),
             exp.Cast(this=exp.Literal.string(secs), to=exp.DataType.build("DECIMAL(18,6)"))])
+        node.meta["weir_literal"] = True  # weir's own Spark call: weir.sql.functions lets it pass
+        return node
     if t.oid == T.BYTEA.oid:
         return exp.HexString(this=bytes(value).hex())
     if t.oid == T.UUID.oid:
@@ -357,8 +361,10 @@ def pg_type_of_datatype(dt_: exp.DataType) -> PgType | None:
 
 
 def to_spark(expr: exp.Expression) -> str:
-    """Render for Spark SQL."""
-    sql = _series_as_subqueries(_spark_types(group_comma_joins(expr))).sql(dialect="spark")
+    """Render for Spark SQL; every function and operator passes weir's gate first."""
+    from weir.sql import functions
+
+    sql = _series_as_subqueries(_spark_types(functions.check(group_comma_joins(expr)))).sql(dialect="spark")
     return sql
 
 
@@ -414,6 +420,10 @@ def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
             target = pg_type_of_datatype(node.to)
             if target is None or target.oid in (T.TEXT.oid, T.VARCHAR.oid, T.UNKNOWN.oid):
                 return node
+            if target.oid == T.INTERVAL.oid:
+                from weir.sql.values import interval_literal
+
+                return literal(interval_literal(node.this.this), target)
             value = codec.decode_text(node.this.this.encode(), target)
             return literal(value, target)
         return node

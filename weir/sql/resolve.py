@@ -10,6 +10,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
+from weir.sql.infer import COLUMNS_META
 from weir.sql.joins import replace_table
 from weir.types import PgType
 
@@ -123,6 +124,7 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
             out.inputs[desc.shard_id] = desc
             new = exp.Table(this=exp.to_identifier(desc.spark_name))
             new.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
+            new.meta[COLUMNS_META] = {c.name: c.type for c in desc.columns}  # for weir.sql.infer
             replace_table(table, new)
     return out
 

@@ -200,7 +200,7 @@ class Dataflow:
     def _analyse(self) -> Any:
         """The query's Spark schema (raises WeirError if Spark cannot run it)."""
         try:
-            session = self.engine.spark.newSession()
+            session = self.engine.new_session()
             for inp in self._inputs:
                 io.contents_view(session, [], inp.columns, 0).createOrReplaceTempView(inp.name)
             return session.sql(self.spec.sql).schema
@@ -210,7 +210,7 @@ class Dataflow:
     def _linear(self) -> str | None:
         try:
             sql = linear_rewrite(self.spec.sql, {i.name: [c[0] for c in i.columns] for i in self._inputs})
-            session = self.engine.spark.newSession()
+            session = self.engine.new_session()
             for inp in self._inputs:
                 io.updates_view(session, [], inp.columns, 0, 1).createOrReplaceTempView(inp.name)
             if len(session.sql(sql).columns) != len(self._schema.fields) + 2:
@@ -415,7 +415,7 @@ class Dataflow:
         results: list[Any] = []
         try:
             for t in times:
-                session = self.engine.spark.newSession()
+                session = self.engine.new_session()
                 for inp, p in zip(self._inputs, plans, strict=True):
                     io.contents_view(session, p.files, inp.columns, t).createOrReplaceTempView(inp.name)
                 results.append(io.counted(session.sql(self.spec.sql), self._schema).cache())
@@ -433,7 +433,7 @@ class Dataflow:
         return io.output_updates(data, self._out.columns), results[-1]
 
     def _apply_linear(self, plans: list[io.Plan], lower: int, upper: int) -> pa.Table:
-        session = self.engine.spark.newSession()
+        session = self.engine.new_session()
         for inp, p in zip(self._inputs, plans, strict=True):
             # only the files that can hold updates in [lower, upper): work proportional to the changes
             io.updates_view(session, p.changed, inp.columns, lower, upper).createOrReplaceTempView(inp.name)
@@ -445,7 +445,7 @@ class Dataflow:
         """The output's contents at lower - 1 (cached; read from the shard when unknown)."""
         if self._prev is None:
             plan = self._out_plans.plan(lower)
-            session = self.engine.spark.newSession()
+            session = self.engine.new_session()
             self._prev = io.stored_counted(session, plan.files, self._out.columns, self._schema,
                                            as_of=lower - 1).cache()
         return self._prev

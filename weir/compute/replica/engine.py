@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from weir.codec import spark_udfs
 from weir.compute.sizes import ReplicaSize
 from weir.errors import SqlState, WeirError
 from weir.types import PgType, parse_type
@@ -103,11 +105,18 @@ class SparkEngine:
     def __init__(self, size: ReplicaSize, config: Mapping[str, Any] | None = None) -> None:
         from pyspark.sql import SparkSession
 
+        # Python UDFs (weir.codec.spark_udfs) run in workers of this interpreter, which has weir
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = SparkSession.builder
         for key, value in spark_conf(size, config).items():
             builder = builder.config(key, value)
         self.spark = builder.getOrCreate()
         self.sc = self.spark.sparkContext
+        from pyspark.sql.functions import udf
+
+        # made once (the function is pickled once); registered in every session, whose
+        # function registry, like its temporary views, is its own
+        self._udfs = {name: udf(function, returns) for name, (function, returns) in spark_udfs.UDFS.items()}
         # an index's contents at a time (set by the replica): views read through their indexes
         self.index_source: Callable[[str, int], pa.Table] | None = None
         self.ui_url: str | None = self.sc.uiWebUrl  # asked once: heartbeats must not need the JVM
@@ -181,8 +190,15 @@ class SparkEngine:
         df = df.selectExpr(*[f"{query_expr(_quote(n), t)} AS {_quote(n)}" for n, t, _ in columns])
         df.createOrReplaceTempView(name)
 
-    def _session(self, inputs: Sequence[Mapping[str, Any]], timestamp: int | None) -> Any:
+    def new_session(self) -> Any:
+        """A SparkSession of its own (temporary views, settings) with weir's UDFs."""
         session = self.spark.newSession()
+        for name, function in self._udfs.items():
+            session.udf.register(name, function)
+        return session
+
+    def _session(self, inputs: Sequence[Mapping[str, Any]], timestamp: int | None) -> Any:
+        session = self.new_session()
         for spec in inputs:
             self._bind_input(session, spec, timestamp)
         return session

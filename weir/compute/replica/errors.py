@@ -10,11 +10,14 @@ This is the only place that knows Spark's error conditions.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from weir.errors import SqlState, WeirError
+from weir.errors import SqlState, WeirError, from_runtime_marker, leaks
+
+log = logging.getLogger(__name__)
 
 _SPARK_TO_PG_TYPE = {
     "TINYINT": "smallint", "SMALLINT": "smallint", "INT": "integer", "BIGINT": "bigint",
@@ -61,6 +64,7 @@ def _column_message(p: Mapping[str, str]) -> tuple[str, str | None]:
     name = _name(p.get("objectName"))
     msg = f'column "{name}" does not exist' if "." not in name else f"column {name} does not exist"
     proposal = [_name(x) for x in re.findall(r"`[^`]*`(?:\.`[^`]*`)*", p.get("proposal", ""))]
+    proposal = [x for x in proposal if not leaks(x)]
     hint = f'Perhaps you meant to reference the column "{proposal[0]}".' if len(proposal) == 1 else None
     return msg, hint
 
@@ -156,6 +160,10 @@ def _sqlstate(spark_state: str | None) -> str:
 def _from_condition(condition: str, spark_state: str | None, params: Mapping[str, str],
                     message: str) -> WeirError:
     base = condition.split(".", 1)[0]
+    if base == "USER_RAISED_EXCEPTION":
+        marked = from_runtime_marker(params.get("errorMessage") or message)
+        if marked is not None:
+            return marked
     sqlstate, builder = _CONDITIONS.get(base, (None, None))
     if sqlstate is None:
         sqlstate = _sqlstate(spark_state)
@@ -172,6 +180,9 @@ def _from_condition(condition: str, spark_state: str | None, params: Mapping[str
         if base in _SPARK_TEXT_AS_DETAIL and built != text:
             detail = text
         text = built
+    if leaks(detail):  # the message itself is made client-safe where it reaches the client
+        log.warning("query engine error detail not shown: %s", detail)
+        detail = None
     if condition.startswith("CAST_INVALID_INPUT") and _pg_type(params.get("targetType")) in (
         "date", "timestamp", "timestamp with time zone"
     ):
@@ -225,9 +236,8 @@ def translate(exc: BaseException) -> WeirError:
             return _from_condition(condition, java.getSqlState(), params, text)
     if isinstance(exc, MemoryError):
         return WeirError(SqlState.OUT_OF_MEMORY, "out of memory")
-    first = (str(exc) or type(exc).__name__).strip().split("\n", 1)[0]
-    first = re.sub(r"^An error occurred while calling [\w.]+\.?\s*:?\s*", "", first) or type(exc).__name__
-    return WeirError(SqlState.INTERNAL_ERROR, clean_message(first))
+    log.warning("untranslated query engine error: %s", exc, exc_info=exc)
+    return WeirError(SqlState.INTERNAL_ERROR, "internal error")
 
 
 def error_fields(err: WeirError) -> dict[str, str | None]:

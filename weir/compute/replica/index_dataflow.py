@@ -169,7 +169,7 @@ class IndexDataflow(Dataflow):
 
     def _evaluate(self, plans: list[io.Plan], t: int) -> Counter[tuple[Any, ...]]:
         """The view's rows at `t` (Spark), counted."""
-        session = self.engine.spark.newSession()
+        session = self.engine.new_session()
         for inp, p in zip(self._inputs, plans, strict=True):
             io.contents_view(session, p.files, inp.columns, t).createOrReplaceTempView(inp.name)
         result = session.sql(self.spec.sql).toArrow()

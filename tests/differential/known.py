@@ -1,0 +1,93 @@
+"""Differences between weir's and PostgreSQL's answers that the differential suite
+knows about, in two short, explicit lists:
+
+- ALLOWED: differences Materialize documents (weir follows Materialize), each with why;
+- KNOWN_WRONG: bugs. Each names the part of issue 10 that owns it. They are listed only
+  so the suite stays green while the owner fixes them; delete the entry with the fix.
+
+The lists themselves live in tests/integration/test_differential.py. A difference is
+explained by an entry when its `query` pattern (if any) matches the query and either
+normalising both answers' values with it (column by column, knowing PostgreSQL's column
+type) makes them equal, or its `weir_error` pattern matches weir's error."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from tests.differential.generator import Query
+from tests.differential.runner import Outcome, Row, same_rows
+
+NUMERIC, FLOAT8 = 1700, 701
+
+
+@dataclass(frozen=True)
+class Known:
+    name: str
+    part: str  # the part of issue 10 that owns the bug ("" for ALLOWED)
+    why: str
+    normalise: Callable[[int, str], str] | None = None
+    query: str | None = None  # regex over the query text
+    weir_error: str | None = None  # regex over weir's SQLSTATE + message
+
+
+def decimal_zeros(oid: int, v: str) -> str:
+    """A decimal's text without trailing fractional zeros, whatever the column's type."""
+    if re.fullmatch(r"-?\d+\.\d+", v):
+        v = v.rstrip("0").rstrip(".")
+        return "0" if v in ("-0", "") else v
+    return v
+
+
+def numeric_scale(oid: int, v: str) -> str:
+    """A numeric column's value without trailing fractional zeros."""
+    return decimal_zeros(oid, v) if oid == NUMERIC else v
+
+
+def numeric_scale_10(oid: int, v: str) -> str:
+    """A numeric column's value rounded to weir's 10 fractional digits, without trailing zeros."""
+    if oid == NUMERIC and re.fullmatch(r"-?\d+\.\d+", v):
+        from decimal import ROUND_HALF_UP, Decimal
+        v = format(Decimal(v).quantize(Decimal("1e-10"), rounding=ROUND_HALF_UP), "f")
+    return numeric_scale(oid, v)
+
+
+def float_text(oid: int, v: str) -> str:
+    try:
+        return repr(float(v))
+    except ValueError:
+        return v
+
+
+def negative_zero(oid: int, v: str) -> str:
+    return "0" if oid == FLOAT8 and v == "-0" else v
+
+
+def _norm(rows: Sequence[Row], types: Sequence[int], f: Callable[[int, str], str]) -> list[Row]:
+    return [tuple(None if v is None else f(types[k] if k < len(types) else 0, v)
+                  for k, v in enumerate(r)) for r in rows]
+
+
+def explain(q: Query, pg: Outcome, weir: Outcome, allowed: Sequence[Known],
+            known_wrong: Sequence[Known]) -> str | None:
+    """'allowed:<name>' or 'wrong:<name>' for a difference the lists explain, else None."""
+    for prefix, entries in (("allowed", allowed), ("wrong", known_wrong)):
+        for k in entries:
+            if k.query is not None and not re.search(k.query, q.sql, re.I):
+                continue
+            if k.weir_error is not None:
+                if not weir.ok and re.search(k.weir_error, f"{weir.sqlstate} {weir.message}", re.S):
+                    return f"{prefix}:{k.name}"
+                continue
+            if k.normalise is not None and pg.rows is not None and weir.rows is not None:
+                if same_rows(_norm(pg.rows, pg.types, k.normalise),
+                             _norm(weir.rows, pg.types, k.normalise), q.ordered):
+                    return f"{prefix}:{k.name}"
+            elif k.normalise is None:
+                return f"{prefix}:{k.name}"
+    return None
+
+
+def explainer(allowed: Sequence[Known], known_wrong: Sequence[Known]) -> Callable[[Query, Outcome, Outcome], str | None]:
+    return lambda q, pg, weir: explain(q, pg, weir, allowed, known_wrong)

@@ -1,0 +1,279 @@
+"""Run PostgreSQL 15's own regression scripts (../shared/pg-regress/sql) on weir and on a
+real PostgreSQL, statement by statement, and count per script how many statements weir
+answers identically, refuses cleanly (an ErrorResponse with a SQLSTATE while PostgreSQL
+succeeded or failed differently) or answers differently. PostgreSQL's expected outputs are
+never used: the live server is the reference. A statement PostgreSQL itself rejects counts
+as identical when weir rejects it with the same SQLSTATE.
+
+    python -m tests.differential.pg_regress [--pg DSN --weir DSN] [script ...]
+
+Without DSNs it starts a PostgreSQL (tests/pg_server.py) and a `weir serve` itself."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+
+from tests.differential.runner import Outcome, execute, same_rows
+
+SQL_DIR = Path(__file__).resolve().parents[3] / "shared" / "pg-regress" / "sql"
+TIMEOUT = 30.0  # seconds a statement may take on weir before it is cancelled (counts as differs)
+
+# The tables PostgreSQL's test_setup.sql creates that the scripts use (the scripts create
+# the rest themselves). Same rows in both servers; tenk1/onek are generated (their data
+# files are not part of ../shared), with PostgreSQL's column definitions.
+_INTS = ("unique1", "unique2", "two", "four", "ten", "twenty", "hundred", "thousand",
+         "twothousand", "fivethous", "tenthous", "odd", "even")
+SETUP: dict[str, list[str]] = {
+    "int2_tbl": ["CREATE TABLE INT2_TBL(f1 int2)",
+                 "INSERT INTO INT2_TBL(f1) VALUES ('0   '), ('  1234 '), ('    -1234'), ('32767'), ('-32767')"],
+    "int4_tbl": ["CREATE TABLE INT4_TBL(f1 int4)",
+                 "INSERT INTO INT4_TBL(f1) VALUES ('   0  '), ('123456     '), ('    -123456'), ('2147483647'), ('-2147483647')"],
+    "int8_tbl": ["CREATE TABLE INT8_TBL(q1 int8, q2 int8)",
+                 "INSERT INTO INT8_TBL VALUES ('  123   ','  456'), ('123   ','4567890123456789'), "
+                 "('4567890123456789','123'), (+4567890123456789,'4567890123456789'), "
+                 "('+4567890123456789','-4567890123456789')"],
+    "float8_tbl": ["CREATE TABLE FLOAT8_TBL(f1 float8)",
+                   "INSERT INTO FLOAT8_TBL(f1) VALUES ('0.0'), ('-34.84'), ('-1004.30'), "
+                   "('-1.2345678901234e+200'), ('-1.2345678901234e-200')"],
+    "text_tbl": ["CREATE TABLE TEXT_TBL (f1 text)", "INSERT INTO TEXT_TBL VALUES ('doh!'), ('hi de ho neighbor')"],
+    "varchar_tbl": ["CREATE TABLE VARCHAR_TBL(f1 varchar(4))",
+                    "INSERT INTO VARCHAR_TBL (f1) VALUES ('a'), ('ab'), ('abcd'), ('abcd    ')"],
+    "char_tbl": ["CREATE TABLE CHAR_TBL(f1 char(4))",
+                 "INSERT INTO CHAR_TBL (f1) VALUES ('a'), ('ab'), ('abcd'), ('abcd    ')"],
+}
+
+
+def _tenk(name: str, n: int, seed: int) -> list[str]:
+    perm = list(range(n))
+    random.Random(seed).shuffle(perm)
+    rows = []
+    for u2, u1 in enumerate(perm):
+        h = u1 % 100
+        vals = (u1, u2, u1 % 2, u1 % 4, u1 % 10, u1 % 20, h, u1 % 1000, u1 % 2000, u1 % 5000, u1,
+                h * 2 + 1, h * 2)
+        s4 = ("AAAAxx", "HHHHxx", "OOOOxx", "VVVVxx")[u2 % 4]
+        rows.append(f"({', '.join(map(str, vals))}, '{_letters(u1)}', '{_letters(u2)}', '{s4}')")
+    cols = ", ".join(f"{c} int4" for c in _INTS) + ", stringu1 text, stringu2 text, string4 text"
+    out = [f"CREATE TABLE {name} ({cols})"]
+    out += [f"INSERT INTO {name} VALUES {', '.join(rows[k:k + 2000])}" for k in range(0, n, 2000)]
+    return out
+
+
+def _letters(n: int) -> str:
+    s = ""
+    for _ in range(6):
+        s = chr(ord("A") + n % 26) + s
+        n //= 26
+    return s + "x"
+
+
+SETUP["onek"] = _tenk("onek", 1000, 1)
+SETUP["tenk1"] = _tenk("tenk1", 10000, 2)
+SETUP["tenk2"] = _tenk("tenk2", 10000, 2)
+
+
+def statements(text: str) -> Iterator[str]:
+    """Split a psql script into statements: quotes ('', E'', "", $tag$), comments, and
+    psql's backslash lines (skipped, with COPY ... FROM stdin data up to `\\.`)."""
+    buf: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        at_line_start = i == 0 or text[i - 1] == "\n"
+        if c == "\\" and at_line_start and not "".join(buf).strip():
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+            continue
+        if text.startswith("--", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if text.startswith("/*", i):
+            depth, i = 1, i + 2
+            while i < n and depth:
+                if text.startswith("/*", i):
+                    depth, i = depth + 1, i + 2
+                elif text.startswith("*/", i):
+                    depth, i = depth - 1, i + 2
+                else:
+                    i += 1
+            continue
+        if c in "'\"":
+            escape = c == "'" and i > 0 and text[i - 1] in "eE" and (i < 2 or not text[i - 2].isalnum())
+            j = i + 1
+            while j < n:
+                if escape and text[j] == "\\":
+                    j += 2
+                    continue
+                if text[j] == c:
+                    if j + 1 < n and text[j + 1] == c:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            buf.append(text[i:j + 1])
+            i = j + 1
+            continue
+        if c == "$" and (m := re.match(r"\$([A-Za-z_]\w*)?\$", text[i:])) and (i == 0 or not text[i - 1].isalnum()):
+            tag = m.group(0)
+            end = text.find(tag, i + len(tag))
+            end = n if end < 0 else end + len(tag)
+            buf.append(text[i:end])
+            i = end
+            continue
+        if c == ";":
+            stmt = "".join(buf).strip()
+            buf = []
+            i += 1
+            if stmt:
+                if re.match(r"(?is)^copy\b.*\bfrom\s+stdin", stmt):
+                    end = text.find("\n\\.", i)
+                    i = n if end < 0 else end + 3
+                    continue
+                yield stmt
+            continue
+        if c == "\\" and not "".join(buf).strip() == "" and text.startswith(("\\g", "\\watch"), i):
+            buf = []  # a statement psql runs with \gset / \gexec: not plain SQL
+            end = text.find("\n", i)
+            i = n if end < 0 else end + 1
+            continue
+        buf.append(c)
+        i += 1
+    if "".join(buf).strip():
+        yield "".join(buf).strip()
+
+
+def _ordered(sql: str) -> bool:
+    """ORDER BY outside parentheses: the statement's own rows are ordered."""
+    depth = 0
+    for m in re.finditer(r"\(|\)|'(?:[^']|'')*'|\border\s+by\b", sql, re.I):
+        tok = m.group(0)
+        if tok == "(":
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+        elif tok[0] != "'" and depth == 0:
+            return True
+    return False
+
+
+def classify(pg: Outcome, weir: Outcome, sql: str) -> str:
+    if pg.ok and weir.ok:
+        assert pg.rows is not None and weir.rows is not None
+        return "identical" if same_rows(pg.rows, weir.rows, _ordered(sql)) else "differs"
+    if not weir.ok:
+        return "identical" if not pg.ok and pg.sqlstate == weir.sqlstate else "refused"
+    return "differs"
+
+
+@dataclass
+class ScriptResult:
+    script: str
+    counts: Counter[str] = field(default_factory=Counter)
+    skipped: int = 0  # psql variables (:'x') or statements that need psql
+    differs: list[tuple[str, str, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def run_script(path: Path, pg_dsn: str, weir_dsn: str) -> ScriptResult:
+    """One script in a fresh schema of its own on both servers."""
+    start = time.monotonic()
+    schema = "pgr_" + path.stem
+    text = path.read_text()
+    res = ScriptResult(path.stem)
+    opts = f" options='-c search_path={schema}'"
+    for dsn in (pg_dsn, weir_dsn):
+        with psycopg.connect(dsn, autocommit=True) as c:
+            execute(c, f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+            out = execute(c, f"CREATE SCHEMA {schema}")
+            assert out.ok, out.show()
+    with psycopg.connect(pg_dsn + opts, autocommit=True) as pg, \
+            psycopg.connect(weir_dsn + opts, autocommit=True) as w:
+        for table, stmts in SETUP.items():
+            if re.search(rf"\b{table}\b", text, re.I):
+                for s in stmts:
+                    execute(pg, s)
+                    execute(w, s)
+        for stmt in statements(text):
+            if re.search(r":'\w+'|:\"\w+\"|(?<=\s):[A-Za-z_]\w*", re.sub(r"'(?:[^']|'')*'|::", "", stmt)):
+                res.skipped += 1
+                continue
+            p = execute(pg, stmt)
+            got = execute(w, stmt, TIMEOUT)
+            cat = classify(p, got, stmt)
+            res.counts[cat] += 1
+            if cat == "differs":
+                res.differs.append((stmt, p.show(4), got.show(4)))
+    res.seconds = time.monotonic() - start
+    return res
+
+
+def table(results: list[ScriptResult]) -> str:
+    lines = ["| script | statements | identical | refused | differs |", "| --- | ---: | ---: | ---: | ---: |"]
+    total: Counter[str] = Counter()
+    for r in sorted(results, key=lambda r: r.script):
+        n = sum(r.counts.values())
+        total.update(r.counts)
+        lines.append(f"| {r.script} | {n} | {r.counts['identical']} | {r.counts['refused']} | {r.counts['differs']} |")
+    lines.append(f"| **total** | {sum(total.values())} | {total['identical']} | {total['refused']} | {total['differs']} |")
+    return "\n".join(lines)
+
+
+def run(scripts: list[Path], pg_dsn: str, weir_dsn: str, parallel: int = 2) -> list[ScriptResult]:
+    with ThreadPoolExecutor(parallel) as ex:
+        return list(ex.map(lambda p: run_script(p, pg_dsn, weir_dsn), scripts))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("scripts", nargs="*", help="script names (default: all in ../shared/pg-regress/sql)")
+    ap.add_argument("--pg", help="PostgreSQL 15 conninfo (default: start one)")
+    ap.add_argument("--weir", help="weir conninfo (default: start `weir serve`)")
+    ap.add_argument("--parallel", type=int, default=2)
+    ap.add_argument("--details", help="write every differing statement to this file")
+    args = ap.parse_args(argv)
+    paths = [SQL_DIR / (s if s.endswith(".sql") else s + ".sql") for s in args.scripts] or sorted(SQL_DIR.glob("*.sql"))
+    stop = []
+    pg_dsn, weir_dsn = args.pg, args.weir
+    if pg_dsn is None:
+        from tests.pg_server import start_pg_server
+
+        pg_server = start_pg_server()
+        stop.append(pg_server.stop)
+        pg_dsn = pg_server.dsn()
+    if weir_dsn is None:
+        from tests.integration.server import WeirServer
+
+        weir = WeirServer(Path(tempfile.mkdtemp(prefix="weir-pgr-")) / "data").start()
+        stop.append(weir.stop)
+        weir_dsn = weir.dsn
+    try:
+        results = run(paths, pg_dsn, weir_dsn, args.parallel)
+    finally:
+        for f in stop:
+            f()
+    for r in results:
+        print(f"{r.script:20} {dict(r.counts)} skipped={r.skipped} {r.seconds:.0f}s", file=sys.stderr)
+    print(table(results))
+    if args.details:
+        with open(args.details, "w") as f:
+            for r in results:
+                for stmt, p, w in r.differs:
+                    f.write(f"-- {r.script}\n{stmt};\n--   PostgreSQL: {p}\n--   weir:       {w}\n\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

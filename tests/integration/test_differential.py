@@ -1,0 +1,178 @@
+"""Differential testing against PostgreSQL 15 (issue 10, part 1): seeded queries over the
+same typed tables in a real PostgreSQL and a real `weir serve`, answers compared exactly
+in the text form both servers send, as SELECTs and as materialized views' contents.
+
+A difference fails the test unless ALLOWED (a difference Materialize documents) or
+KNOWN_WRONG (a bug another part of issue 10 owns, listed so the suite stays green until it
+is fixed) explains it. `WEIR_DIFF_QUERIES` / `WEIR_DIFF_SEED` / `WEIR_DIFF_BUDGET` (seconds)
+change the run's size, seed and time budget: on a loaded machine the run stops starting
+new batches when the budget is spent, and says how many queries it left unchecked."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import psycopg
+import pytest
+
+from tests.differential.generator import Generator, Query
+from tests.differential.known import (
+    Known,
+    decimal_zeros,
+    explainer,
+    negative_zero,
+    numeric_scale,
+    numeric_scale_10,
+)
+from tests.differential.runner import Differential, Report, execute
+from tests.differential.schema import indexed_setup_statements, setup_statements
+from tests.integration.server import WeirServer
+from tests.pg_server import PgServer, pg_server  # noqa: F401  (session-scoped fixture)
+
+# Differences Materialize documents, each with its reason.
+ALLOWED: tuple[Known, ...] = (
+    Known("numeric-trailing-zeros", "",
+          "Materialize trims all trailing zeros off numeric values (materialize.com/docs/sql/types/numeric, "
+          "\"Output\"); weir does for unconstrained numeric, which Spark holds as DECIMAL(38,10) and so "
+          "cannot keep PostgreSQL's per-value scale: PostgreSQL 2.5000000000000000, weir 2.5",
+          normalise=numeric_scale),
+    Known("numeric-text-trailing-zeros", "", "the same for numeric::text: PostgreSQL '1.50', weir '1.5'",
+          normalise=decimal_zeros, query=r"\bn::text|numeric\)?::text|\|\|"),
+)
+
+# BUGS, not accepted differences: each belongs to a part of issue 10 and is listed only so
+# this suite stays green while that part is done. Remove an entry with its fix.
+KNOWN_WRONG: tuple[Known, ...] = (
+    Known("numeric-scale-10", "part 2 (numeric)",
+          "unconstrained numeric is DECIMAL(38,10) on Spark: results PostgreSQL computes to more "
+          "fractional digits (avg 1.4285714285714286) have 10 (1.4285714286)", normalise=numeric_scale_10),
+    Known("float-negative-zero", "part 2 (double precision)",
+          "trunc(-0.5::float8) is 0 (PostgreSQL: -0)", normalise=negative_zero, query=r"trunc\("),
+)
+
+SEED = int(os.environ.get("WEIR_DIFF_SEED", "20261123"))
+QUERIES = int(os.environ.get("WEIR_DIFF_QUERIES", "2000"))
+BUDGET = float(os.environ.get("WEIR_DIFF_BUDGET", "240"))
+MIN_CHECKED = 100  # even on a loaded machine, a run that checks fewer proves too little
+
+
+@dataclass
+class Peers:
+    pg: str  # PostgreSQL conninfo
+    weir_plain: str  # weir, tables in schema diff_plain
+    weir_indexed: str  # weir, the same tables as indexed views in schema diff_ix
+
+
+@pytest.fixture(scope="module")
+def peers(pg_server: PgServer, server: WeirServer) -> Iterator[Peers]:  # noqa: F811
+    pg_server.create_database("differential")
+    pg = pg_server.dsn("differential")
+    with psycopg.connect(pg, autocommit=True) as c:
+        for s in setup_statements():
+            c.execute(s)  # type: ignore[arg-type]
+    with server.connect() as w:
+        for s in ["CREATE SCHEMA diff_plain", *[_in_schema(s, "diff_plain") for s in setup_statements()],
+                  *indexed_setup_statements("diff_ix")]:
+            out = execute(w, s)
+            assert out.ok, (s, out.show())
+    yield Peers(pg, f"{server.dsn} options='-c search_path=diff_plain'",
+                f"{server.dsn} options='-c search_path=diff_ix'")
+
+
+def _in_schema(stmt: str, schema: str) -> str:
+    for verb in ("CREATE TABLE ", "INSERT INTO "):
+        if stmt.startswith(verb):
+            return verb + schema + "." + stmt[len(verb):]
+    return stmt
+
+
+def _check(report: Report) -> None:
+    print("\n" + report.summary())
+    bad = report.of("differs")
+    lines = [f"{'MV ' if r.mv else ''}{r.query.sql}\n    PostgreSQL: {r.pg.show()}\n    weir:       {r.weir.show()}"
+             for r in bad[:20]]
+    assert not bad, f"{len(bad)} unexplained differences from PostgreSQL:\n" + "\n".join(lines)
+
+
+# -- the join class of issue 10: each example a direct test ---------------------------------
+
+JOIN_EXAMPLES = [
+    # (query, PostgreSQL's answer on diff tables), from the issue and its class
+    ("SELECT count(*) FROM (t3 AS x CROSS JOIN t3 AS y)", [("25",)]),
+    ("SELECT count(*) FROM t3 AS x CROSS JOIN t3 AS y", [("25",)]),
+    ("SELECT count(*), count(z.id) FROM ((t3 AS x JOIN t3 AS y ON x.id = y.id) LEFT JOIN t2 AS z ON z.i = x.i)",
+     [("6", "4")]),
+    ("SELECT x.id, y.id, z.id FROM t3 AS x, t3 AS y RIGHT JOIN t2 AS z ON y.i = z.i "
+     "WHERE x.id = 1 ORDER BY 3, 2", [("1", "1", "1"), ("1", "2", "1"), ("1", "5", "2"), ("1", "5", "3"),
+                                      ("1", None, "4"), ("1", None, "5"), ("1", None, "6")]),
+    ("SELECT count(*) FROM t3 AS w JOIN t3 AS v USING (id), t3 AS y RIGHT JOIN t2 AS z ON y.i = z.i", [("35",)]),
+]
+
+
+@pytest.mark.parametrize("query,expected", JOIN_EXAMPLES, ids=[f"join{i}" for i in range(len(JOIN_EXAMPLES))])
+def test_join_nesting(peers: Peers, query: str, expected: list[tuple[str | None, ...]]) -> None:
+    """Parenthesised joins keep all their operands; a comma binds looser than JOIN."""
+    with psycopg.connect(peers.pg, autocommit=True) as pg:
+        assert execute(pg, query).rows == expected
+    for dsn in (peers.weir_plain, peers.weir_indexed):
+        with psycopg.connect(dsn, autocommit=True) as w:
+            got = execute(w, query)
+            assert got.rows is not None and sorted(got.rows, key=repr) == sorted(expected, key=repr), got.show()
+
+
+def test_join_nesting_in_views(peers: Peers, server: WeirServer) -> None:
+    """The same through a view and a materialized view (their definitions are stored and
+    re-resolved, so the parenthesised operands must survive qualification too)."""
+    with psycopg.connect(peers.weir_plain, autocommit=True) as w:
+        w.execute("CREATE VIEW diff_plain.jv AS SELECT count(*) AS c FROM (t3 AS x CROSS JOIN t3 AS y)")
+        w.execute("CREATE MATERIALIZED VIEW diff_plain.jmv AS SELECT x.id AS a, z.id AS b "
+                  "FROM t3 AS x, t3 AS y RIGHT JOIN t2 AS z ON y.i = z.i")
+        try:
+            assert execute(w, "SELECT c FROM jv").rows == [("25",)]
+            got = execute(w, "SELECT count(*), count(a), count(b) FROM jmv")
+            assert got.rows == [("35", "35", "35")], got.show()
+        finally:
+            w.execute("DROP MATERIALIZED VIEW diff_plain.jmv")
+            w.execute("DROP VIEW diff_plain.jv")
+
+
+# -- generated queries -----------------------------------------------------------------------
+
+def _run(pg: str, weir: str, queries: list[Query], mv_batches: int = 0, batch: int = 25,
+         budget: float | None = BUDGET) -> Report:
+    diff = Differential(pg, weir, explain=explainer(ALLOWED, KNOWN_WRONG), batch=batch,
+                        budget=budget, log=print)
+    try:
+        return diff.run(queries, mv_batches=mv_batches)
+    finally:
+        diff.close()
+
+
+@pytest.mark.timeout(900)
+def test_differential(peers: Peers) -> None:
+    """Generated queries over indexed views, a few batches as materialized views."""
+    report = _run(peers.pg, peers.weir_indexed, Generator(SEED).queries(QUERIES), mv_batches=2)
+    _check(report)
+    assert sum(1 for r in report.results if not r.mv) >= MIN_CHECKED, report.summary()
+
+
+@pytest.mark.timeout(900)
+def test_differential_plain_tables(peers: Peers) -> None:
+    """Joins and subqueries over plain tables: every reference scans and consolidates a
+    shard on Spark, so fewer queries, in smaller batches."""
+    queries = [q for q in Generator(SEED + 1).queries(300) if q.kind in ("join", "subquery")]
+    _check(_run(peers.pg, peers.weir_plain, queries[:48], batch=8, budget=BUDGET / 2))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_differential_soak(peers: Peers) -> None:
+    """A longer run on other seeds, with more materialized views (CI runs it; the whole
+    suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
+    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "300"))
+    report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=4,
+                  budget=budget)
+    _check(report)
+    assert sum(1 for r in report.results if not r.mv) >= MIN_CHECKED, report.summary()

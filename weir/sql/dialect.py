@@ -1,0 +1,58 @@
+"""weir's sqlglot dialect: PostgreSQL's, except where sqlglot's reading of PostgreSQL
+text loses meaning. sqlglot splits `INTERVAL '.001 second'` into `'001' SECOND` and
+keeps only the last field of `INTERVAL '1-2 3:4 5 day'`; weir keeps the literal whole,
+as `CAST('...' AS INTERVAL)`, and parses it the PostgreSQL way later."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.tokens import TokenType
+
+from weir.errors import SqlState, WeirError
+
+_UNITS = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"}
+
+
+class Weir(Postgres):
+    """PostgreSQL as weir reads it."""
+
+    class Parser(Postgres.Parser):
+        # to_char keeps its name (and PostgreSQL's format): sqlglot's TimeToStr renders
+        # as Spark's date_format, whose patterns mean something else ('HH' is 00-23)
+        FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
+                     "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args)}
+
+        def _parse_interval(self, require_interval: bool = True,  # type: ignore[override]
+                            parse_function_unit: bool = True) -> exp.Expression | None:
+            index = self._index
+            if not self._match(TokenType.INTERVAL):
+                if require_interval:
+                    return None
+                return super()._parse_interval(require_interval, parse_function_unit)
+            if not self._match(TokenType.STRING, advance=False):
+                self._retreat(index)
+                return super()._parse_interval(require_interval, parse_function_unit)
+            text = self._curr.text
+            self._advance()
+            unit = None
+            if self._curr is not None and self._curr.text.upper() in _UNITS:
+                unit = self._curr.text.upper()
+                self._advance()
+                if self._curr is not None and self._curr.text.upper() == "TO":
+                    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                                    "interval literals with a field range (… TO …) are not supported")
+            if unit is not None:
+                if not _is_number(text):
+                    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                                    f"interval literal '{text}' {unit} is not supported")
+                text = f"{text} {unit.lower()}"
+            return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("INTERVAL"))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.strip())
+    except ValueError:
+        return False
+    return True

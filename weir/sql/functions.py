@@ -1,0 +1,181 @@
+"""The one gate between PostgreSQL functions and operators and Spark's.
+
+Spark has functions of the same name as PostgreSQL's that compute something else
+(`log` is natural, `date_format('HH')` is 00-23, `collect_list` drops NULLs, `concat`
+of a NULL array is NULL ...). Every function and operator of a query passes here
+before Spark sees it: each is known to weir with its faithful Spark translation (here
+or in `weir.sql.translate`), or refused: 0A000 naming it when PostgreSQL has it, 42883
+as PostgreSQL says when it does not exist there either. weir never computes something
+other than what PostgreSQL computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlglot import exp
+
+from weir.errors import SqlState, WeirError
+from weir.sql import translate as tr
+from weir.sql.infer import COLUMNS_META, Types
+
+__all__ = ["COLUMNS_META", "check"]
+
+_Handler = Callable[[exp.Expression, Types], exp.Expression]
+
+# Spark computes these as PostgreSQL does for every argument type weir has.
+_PASS: frozenset[type] = frozenset({
+    exp.Count, exp.Min, exp.Max, exp.Abs, exp.Length, exp.Upper, exp.Lower, exp.Replace,
+    exp.Repeat, exp.Reverse, exp.StrPosition, exp.Trim, exp.MD5, exp.Ascii, exp.Chr,
+    exp.LogicalAnd, exp.LogicalOr, exp.GroupConcat, exp.RowNumber, exp.Rank, exp.DenseRank,
+    exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp.NthValue, exp.Ntile, exp.PercentRank,
+    exp.CumeDist, exp.Explode, exp.ExplodingGenerateSeries, exp.Unnest,
+    exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentUser, exp.SessionUser, exp.CurrentSchema,
+    exp.CurrentDatabase, exp.CurrentVersion, exp.Pi, exp.Rand,
+    exp.Degrees, exp.Radians, exp.Sin, exp.Cos, exp.Tan, exp.Atan, exp.Atan2, exp.Cbrt,
+    exp.StartsWith, exp.RegexpLike, exp.RegexpILike, exp.Sign, exp.Any, exp.All,
+})
+
+# sqlglot models these SQL constructs as function nodes (exp.Func), though they are
+# syntax, not calls of a function: boolean connectives (And, Or, Xor are exp.Connector),
+# subquery predicates (EXISTS; ANY/ALL are exp.SubqueryPredicate), casts (`::`, CAST,
+# the typed slots of weir.sql.plan and the literals of render.literal), conditional
+# expressions (CASE, COALESCE, NULLIF, GREATEST, LEAST), array constructors. Each is
+# computed by Spark as PostgreSQL computes it; what is not (COLLATE, whose collations
+# are Spark's) is refused by name in _SYNTAX_REFUSED.
+_SYNTAX_KINDS: tuple[type, ...] = (exp.Connector, exp.SubqueryPredicate)
+_SYNTAX: frozenset[type] = frozenset({
+    exp.Cast, exp.TryCast, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Greatest, exp.Least,
+    exp.Array,
+})
+_SYNTAX_REFUSED: dict[type, str] = {exp.Collate: "COLLATE"}
+
+
+def is_syntax(node: exp.Expression) -> bool:
+    """Whether a node is SQL syntax rather than a function call (see _SYNTAX)."""
+    return not isinstance(node, exp.Func) or isinstance(node, _SYNTAX_KINDS) or type(node) in _SYNTAX
+
+
+# PostgreSQL functions weir knows but cannot (yet) compute faithfully on Spark.
+_KNOWN_PG = frozenset("""
+age array_lower array_upper array_dims array_fill array_positions array_replace btrim
+date_bin date_part decode encode factorial format gcd gen_random_uuid initcap isfinite
+json_agg json_build_array json_build_object json_object_agg jsonb_agg jsonb_array_elements
+jsonb_array_elements_text jsonb_array_length jsonb_build_array jsonb_build_object jsonb_each
+jsonb_each_text jsonb_extract_path jsonb_extract_path_text jsonb_insert jsonb_object_agg
+jsonb_object_keys jsonb_pretty jsonb_set jsonb_strip_nulls jsonb_typeof justify_days
+justify_hours justify_interval lcm log10 make_interval make_time make_timestamp
+make_timestamptz min_scale overlay quote_ident quote_literal quote_nullable regexp_match
+regexp_matches regexp_split_to_array regexp_split_to_table row_to_json scale sha224 sha256
+sha384 sha512 string_to_array to_date to_hex to_json to_jsonb to_number to_timestamp
+translate trim_scale trunc width_bucket split_part left right lpad rpad concat concat_ws
+substring substr array_to_string array_remove array_append array_prepend array_position
+stddev stddev_samp stddev_pop variance var_samp var_pop timezone similar_to
+""".split())
+
+# Names of Spark-side functions PostgreSQL has too, meaning the same.
+_ANON_PASS = frozenset({"octet_length", "cardinality", "every", "make_date", "mz_now",
+                        "pg_backend_pid", "mz_statement_log_access"})
+
+_PG_NAMES: dict[type, str] = {
+    exp.StrToTime: "to_timestamp", exp.UnixToTime: "to_timestamp", exp.StrToDate: "to_date",
+    exp.ArrayConcat: "array_cat", exp.ArraySize: "array_length", exp.Pow: "power",
+    exp.Pad: "lpad", exp.Hex: "to_hex", exp.SHA2Digest: "sha256", exp.Uuid: "gen_random_uuid",
+    exp.JSONBObjectAgg: "jsonb_object_agg", exp.VariancePop: "var_pop", exp.Variance: "variance",
+    exp.JustifyDays: "justify_days", exp.JustifyHours: "justify_hours",
+    exp.JustifyInterval: "justify_interval", exp.DateBin: "date_bin",
+    exp.ArrayToString: "array_to_string", exp.StringToArray: "string_to_array",
+    exp.ArrayPosition: "array_position", exp.ArrayAppend: "array_append",
+    exp.ArrayPrepend: "array_prepend", exp.ArrayRemove: "array_remove",
+    exp.RegexpReplace: "regexp_replace", exp.SplitPart: "split_part",
+}
+
+_OPERATORS: dict[type, str] = {
+    exp.JSONExtract: "->", exp.JSONExtractScalar: "->>", exp.JSONBExtract: "#>",
+    exp.JSONBExtractScalar: "#>>", exp.ArrayContainsAll: "@>", exp.ArrayContainedBy: "<@",
+    exp.JSONBContainsTopKey: "?", exp.JSONBContainsAnyTopKeys: "?|",
+    exp.JSONBContainsAllTopKeys: "?&", exp.SimilarTo: "SIMILAR TO", exp.JSONBContains: "@>",
+}
+
+
+def pg_name(node: exp.Expression) -> str:
+    """The name PostgreSQL knows a function node by."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower()
+    for cls, name in _PG_NAMES.items():
+        if type(node) is cls:
+            return name
+    return node.sql_name().lower() if isinstance(node, exp.Func) else type(node).__name__.lower()
+
+
+def not_supported(what: str) -> WeirError:
+    return WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{what} is not supported")
+
+
+def does_not_exist(name: str, node: exp.Expression, types: Types) -> WeirError:
+    args = ", ".join(_type_name(types, a) for a in node.expressions)
+    return WeirError(SqlState.UNDEFINED_FUNCTION, f"function {name}({args}) does not exist",
+                     hint="No function matches the given name and argument types. "
+                          "You might need to add explicit type casts.")
+
+
+def _type_name(types: Types, e: exp.Expression) -> str:
+    t = types.of(e)
+    return "unknown" if t is None else t.name
+
+
+def check(expr: exp.Expression) -> exp.Expression:
+    """A copy of a resolved query whose every function and operator means in Spark what
+    it means in PostgreSQL; raises 0A000 / 42883 for the rest."""
+    tree = expr.copy()
+    types = Types()
+    order = list(tree.dfs())
+    for node in order:
+        types.of(node)
+    for node in reversed(order):  # children before parents
+        new = _visit(node, types)
+        if new is not node:
+            if node is tree:
+                tree = new
+            else:
+                node.replace(new)
+    return tree
+
+
+def _visit(node: exp.Expression, types: Types) -> exp.Expression:
+    handler = _HANDLERS.get(type(node))
+    if handler is not None:
+        return handler(node, types)
+    if type(node) in _OPERATORS:
+        raise not_supported(f"operator {_OPERATORS[type(node)]}")
+    if type(node) in _SYNTAX_REFUSED:
+        raise not_supported(_SYNTAX_REFUSED[type(node)])
+    if is_syntax(node):
+        return node
+    if isinstance(node, exp.Anonymous):
+        name = node.name.lower()
+        if name in _ANON_PASS or node.meta.get("weir_literal"):
+            return node
+        if name == "pg_typeof":
+            return tr.pg_typeof(node, types)
+        if name == "to_char":
+            return tr.to_char(node, types)
+        if name in _KNOWN_PG:
+            raise not_supported(f"function {name}")
+        raise does_not_exist(name, node, types)
+    if type(node) not in _PASS:
+        raise not_supported(f"function {pg_name(node)}")
+    return node
+
+
+_HANDLERS: dict[type, _Handler] = {
+    exp.Log: tr.log, exp.Ln: tr.ln, exp.Exp: tr.exp_, exp.Sqrt: tr.sqrt, exp.Pow: tr.power,
+    exp.ArrayAgg: tr.array_agg, exp.ArrayConcat: tr.array_cat, exp.DPipe: tr.dpipe,
+    exp.Sum: tr.sum_, exp.Avg: tr.avg, exp.Sub: tr.sub, exp.Add: tr.interval_output,
+    exp.Mul: tr.interval_output, exp.Div: tr.interval_output, exp.Mod: tr.mod,
+    exp.Bracket: tr.subscript, exp.Extract: tr.extract, exp.Round: tr.round_,
+    exp.Ceil: tr.ceil_floor, exp.Floor: tr.ceil_floor, exp.Substring: tr.substring,
+    exp.Stddev: tr.float_only, exp.StddevSamp: tr.float_only, exp.StddevPop: tr.float_only,
+    exp.Variance: tr.float_only, exp.VariancePop: tr.float_only, exp.Concat: tr.concat,
+    exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc,
+}

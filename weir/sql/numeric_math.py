@@ -1,0 +1,90 @@
+"""PostgreSQL's numeric functions, exactly: the result scales of numeric.c
+(select_div_scale, numeric_ln/log/sqrt/exp) with Python decimals, for the constant
+evaluator; Spark only has them in double precision."""
+
+from __future__ import annotations
+
+import math
+from decimal import ROUND_HALF_UP, Context, Decimal
+
+from weir.errors import SqlState, WeirError
+
+_MIN_SIG_DIGITS = 16
+_MAX_SCALE = 1000
+_CTX = Context(prec=1100)
+
+
+def dscale(d: Decimal) -> int:
+    exponent = d.as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def _weight(d: Decimal) -> tuple[int, int]:
+    """(weight, first digit) of d in PostgreSQL's base-10000 digits."""
+    if d == 0:
+        return 0, 0
+    w = d.copy_abs().adjusted() // 4
+    return w, int(d.copy_abs().scaleb(-4 * w, _CTX))
+
+
+def _round(d: Decimal, scale: int) -> Decimal:
+    return d.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=_CTX)
+
+
+def div(a: Decimal, b: Decimal) -> Decimal:
+    if b == 0:
+        raise WeirError(SqlState.DIVISION_BY_ZERO, "division by zero")
+    w1, f1 = _weight(a)
+    w2, f2 = _weight(b)
+    qweight = w1 - w2 - (1 if f1 <= f2 else 0)
+    rscale = min(max(_MIN_SIG_DIGITS - qweight * 4, dscale(a), dscale(b), 0), _MAX_SCALE)
+    if a == 0:
+        return _round(Decimal(0), rscale)
+    return _round(_CTX.divide(a, b), rscale)
+
+
+def _ln_dweight(d: Decimal) -> int:
+    if Decimal("0.9") <= d <= Decimal("1.1"):
+        x = d - 1
+        return x.adjusted() if x != 0 else 0
+    return int(math.log10(abs(float(_CTX.ln(d)))))
+
+
+def _check_log(d: Decimal) -> None:
+    if d == 0:
+        raise WeirError("2201E", "cannot take logarithm of zero")
+    if d < 0:
+        raise WeirError("2201E", "cannot take logarithm of a negative number")
+
+
+def ln(d: Decimal) -> Decimal:
+    _check_log(d)
+    rscale = min(max(_MIN_SIG_DIGITS - _ln_dweight(d), dscale(d), 0), _MAX_SCALE)
+    return _round(_CTX.ln(d), rscale)
+
+
+def log(base: Decimal, d: Decimal) -> Decimal:
+    _check_log(base)
+    _check_log(d)
+    if base == 1:
+        raise WeirError(SqlState.DIVISION_BY_ZERO, "division by zero")
+    result_dweight = _ln_dweight(d) - _ln_dweight(base)
+    rscale = min(max(_MIN_SIG_DIGITS - result_dweight, dscale(base), dscale(d), 0), _MAX_SCALE)
+    return _round(_CTX.divide(_CTX.ln(d), _CTX.ln(base)), rscale)
+
+
+def sqrt(d: Decimal) -> Decimal:
+    if d < 0:
+        raise WeirError("2201F", "cannot take square root of a negative number")
+    w, _ = _weight(d)
+    sweight = (w + 1) * 4 // 2 - 1
+    rscale = min(max(_MIN_SIG_DIGITS - sweight, dscale(d), 0), _MAX_SCALE)
+    return _round(_CTX.sqrt(d), rscale)
+
+
+def exp(d: Decimal) -> Decimal:
+    val = float(d)
+    if val * 0.434294481903252 > 131072:
+        raise WeirError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+    rscale = min(max(_MIN_SIG_DIGITS - int(val * 0.434294481903252), dscale(d), 0), _MAX_SCALE)
+    return _round(_CTX.exp(d), rscale)
