@@ -240,11 +240,10 @@ def test_auction_deterministic_and_resumable() -> None:
 # ---- TPCH ------------------------------------------------------------------------------------
 
 
-def test_tpch_sf_001_cardinalities_and_speed() -> None:
-    t0 = time.monotonic()
+def test_tpch_sf_001_cardinalities() -> None:
+    """(How long the snapshot takes is bench/sources.py's job, not a unit test's.)"""
     gen = LoadGenerator(parse_options("tpch", {}), epoch_ms=0)  # SF 0.01, Materialize's default
     snap = gen.snapshot()
-    assert time.monotonic() - t0 < 5
     counts = {k: v.num_rows for k, v in snap.items()}
     assert {k: counts[k] for k in ("region", "nation", "supplier", "customer", "part", "partsupp",
                                    "orders")} == {"region": 5, "nation": 25, "supplier": 100,
