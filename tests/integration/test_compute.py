@@ -111,8 +111,9 @@ def _files(data: Path) -> list[str]:
 
 
 def _input(env: Env, name: str = "weir_u1", as_of: int = 100, **kw: Any) -> dict[str, Any]:
-    return {"name": name, "files": _files(env.data), "columns": COLUMNS, "as_of": as_of,
-            "consolidate": True, **kw}
+    if "files" not in kw:
+        kw["files"] = _files(env.data)
+    return {"name": name, "columns": COLUMNS, "as_of": as_of, "consolidate": True, **kw}
 
 
 @pytest.fixture(scope="module")
@@ -221,10 +222,12 @@ def test_large_result_streams_in_batches(env: Env) -> None:
 
 
 def test_concurrent_peeks_see_their_own_inputs(env: Env) -> None:
+    files = _files(env.data)  # written once: _input() rewrites them, under a running peek's feet
+
     async def go() -> list[list[dict[str, Any]]]:
         async def one(as_of: int) -> list[dict[str, Any]]:
             result = await env.ctl.peek("c1", "SELECT count(*) AS n FROM weir_u1",
-                                        [_input(env, as_of=as_of)], 100)
+                                        [_input(env, as_of=as_of, files=files)], 100)
             return (await result.collect()).to_pylist()
 
         return list(await asyncio.gather(one(1), one(5), one(9)))
