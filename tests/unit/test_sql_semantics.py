@@ -178,3 +178,25 @@ def test_gate_passes_plan_slots_and_parameter_literals() -> None:
 def test_collate_refused_by_name() -> None:
     err = _refused('SELECT s COLLATE "C" FROM t')
     assert (err.sqlstate, err.message) == (SqlState.FEATURE_NOT_SUPPORTED, "COLLATE is not supported")
+
+
+def test_quantified_subqueries() -> None:
+    """`= ANY (subquery)` is IN and `<> ALL (subquery)` NOT IN (the same NULL answers);
+    other quantified subqueries are refused by name, not left for Spark to reject."""
+    assert _spark("SELECT x FROM t WHERE x = ANY (SELECT b FROM u)").endswith("WHERE x IN (SELECT b FROM u)")
+    assert _spark("SELECT x <> ALL (SELECT b FROM u) FROM t").startswith("SELECT NOT x IN (SELECT b FROM u)")
+    assert "EXISTS(" in _spark("SELECT x FROM t WHERE x = ANY (a)")  # an array, not a subquery
+    for sql, op in (("SELECT x FROM t WHERE x < ALL (SELECT b FROM u)", "< ALL"),
+                    ("SELECT x FROM t WHERE x >= ANY (SELECT b FROM u)", ">= ANY")):
+        err = _refused(sql)
+        assert err.sqlstate == SqlState.FEATURE_NOT_SUPPORTED and f"operator {op} (subquery)" in err.message
+
+
+def test_casts_and_date_trunc_as_postgres() -> None:
+    """numeric -> int rounds half away from zero, float -> int half to even (rint), Spark
+    truncates; date_trunc of a timestamp is a timestamp; float/numeric text as weir prints."""
+    sql = _spark("SELECT n::int, f::bigint, date_trunc('day', ts), f::text, n::text, f || 'x' FROM t")
+    assert "CAST(ROUND(n, 0) AS INT)" in sql and "CAST(BROUND(f, 0) AS BIGINT)" in sql
+    assert "CAST(DATE_TRUNC('DAY', ts) AS TIMESTAMP_NTZ)" in sql
+    assert "WEIR_FLOAT8_OUT(f)" in sql and "REGEXP_REPLACE(" in sql
+    assert "TIMESTAMP_NTZ" not in _spark("SELECT date_trunc('day', now())")  # timestamptz stays

@@ -404,3 +404,27 @@ def timestamp_trunc(node: exp.Expression, types: Types) -> exp.Expression:
     if source is not None and source.oid == T.TIMESTAMP.oid:
         return exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
     return node
+
+
+def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
+    """`x = ANY (subquery)` is `x IN (subquery)` and `x <> ALL (subquery)` is `x NOT IN
+    (subquery)` in PostgreSQL, NULLs included; Spark has only the IN forms. Other operators
+    with a quantified subquery are refused (Spark would not parse them; an EXISTS rewrite
+    loses the NULL answers)."""
+    right = node.expression
+    if not isinstance(right, (exp.Any, exp.All)):
+        return node
+    query = right.this
+    if isinstance(query, exp.Paren):
+        query = query.this
+    if not isinstance(query, (exp.Subquery, exp.Query)):
+        return node  # x op ANY (array): an array comparison, Spark's exists()/forall()
+    subquery = query if isinstance(query, exp.Subquery) else exp.Subquery(this=query)
+    if isinstance(node, exp.EQ) and isinstance(right, exp.Any):
+        return exp.In(this=node.this, query=subquery)
+    if isinstance(node, exp.NEQ) and isinstance(right, exp.All):
+        return exp.Not(this=exp.In(this=node.this, query=subquery))
+    quantifier = "ANY" if isinstance(right, exp.Any) else "ALL"
+    op = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}.get(
+        type(node), type(node).__name__)
+    raise _refuse(f"operator {op} {quantifier} (subquery)")
