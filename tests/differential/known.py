@@ -45,11 +45,14 @@ def numeric_scale(oid: int, v: str) -> str:
     return decimal_zeros(oid, v) if oid == NUMERIC else v
 
 
-def numeric_scale_10(oid: int, v: str) -> str:
-    """A numeric column's value rounded to weir's 10 fractional digits, without trailing zeros."""
+def numeric_sig_10(oid: int, v: str) -> str:
+    """A numeric column's value to 10 significant digits, without trailing zeros."""
     if oid == NUMERIC and re.fullmatch(r"-?\d+\.\d+", v):
         from decimal import ROUND_HALF_UP, Decimal
-        v = format(Decimal(v).quantize(Decimal("1e-10"), rounding=ROUND_HALF_UP), "f")
+        d = Decimal(v)
+        if d:
+            d = d.quantize(Decimal(1).scaleb(d.adjusted() - 9), rounding=ROUND_HALF_UP)
+        v = format(d, "f")
     return numeric_scale(oid, v)
 
 

@@ -137,6 +137,15 @@ def batch_sql(queries: Sequence[Query], ids: Sequence[int], sig: tuple[bool, ...
                               for i, q in zip(ids, queries, strict=True))
 
 
+BOOL = 16
+
+
+def as_cast_to_text(row: Row, types: Sequence[int]) -> Row:
+    """A row of PostgreSQL's output as `CAST(c AS text)` of each column would give it."""
+    return tuple({"t": "true", "f": "false"}.get(v, v) if v is not None and k < len(types) and types[k] == BOOL
+                 else v for k, v in enumerate(row))
+
+
 def split_batch(w: Outcome, ids: Sequence[int]) -> dict[int, list[Row]]:
     got: dict[int, list[Row]] = {i: [] for i in ids}
     assert w.rows is not None
@@ -204,9 +213,10 @@ class Differential:
                    for k in range(0, len(ids), self.batch)]
         # PostgreSQL's answer to each batch, split by query: what weir's must equal. Not
         # asked of PostgreSQL (planning a UNION ALL of 25 joins takes it seconds): its text
-        # cast is its output function, so the batch's rows are the queries' own rows
+        # cast is its output function but for booleans ('true', not 't')
         pg.close()
-        pg_batch = {tuple(ids): Outcome(rows=[(str(i), *row) for i in ids for row in expected[i].rows or []])
+        pg_batch = {tuple(ids): Outcome(rows=[(str(i), *as_cast_to_text(row, expected[i].types))
+                                              for i in ids for row in expected[i].rows or []])
                     for _, ids in batches}
         sampled = set([i for i, q in enumerate(queries) if q.ordered][: self.solo_sample])
 

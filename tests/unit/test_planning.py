@@ -124,3 +124,21 @@ def test_the_fast_path_is_planned_with_parameters_open(catalog: Catalog) -> None
     assert fast_path.bind(plan, [None, 3], [T.INT4, T.INT8]) is None  # a NULL key: the slow path
     again = fast_path.bind(plan, [8, None], [T.INT4, T.INT8])
     assert again is not None and again.body["lookup"] == [["8"]] and again.body["limit"] is None
+
+
+@pytest.mark.parametrize(("where", "flt"), [
+    ("s IS NULL", {"op": "is_null", "args": [{"col": 1}]}),
+    ("s IS NOT NULL", {"op": "is_not_null", "args": [{"col": 1}]}),  # sqlglot: Is(negate=True)
+    ("NOT (s IS NOT NULL)", {"op": "not", "args": [{"op": "is_not_null", "args": [{"col": 1}]}]}),
+    ("s LIKE 'a%'", {"op": "like", "args": [{"col": 1}], "pattern": "a%"}),
+    ("s NOT LIKE 'a%'", {"op": "not", "args": [{"op": "like", "args": [{"col": 1}], "pattern": "a%"}]}),
+])
+def test_fast_path_filters_keep_their_negations(catalog: Catalog, where: str, flt: dict[str, Any]) -> None:
+    """`IS NOT NULL` and `NOT LIKE` (negate=True in sqlglot's tree) were read as IS NULL / LIKE:
+    the fast path answered with exactly the rows the filter excludes."""
+    resolver = CatalogResolver(catalog, "materialize", ["public"])
+    expr = sqlglot.parse_one(f"SELECT a, s FROM t WHERE {where}", read="postgres")
+    plan = fast_path.plan(expr, resolver, lambda _: [_Index([0])])
+    assert plan is not None
+    bound = fast_path.bind(plan, [], [])
+    assert bound is not None and bound.body["filter"] == flt

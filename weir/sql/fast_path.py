@@ -128,11 +128,13 @@ def _filter(node: exp.Expression, cols: _Columns) -> dict[str, Any]:
                 "args": [_filter(node.this, cols), _filter(node.expression, cols)]}
     if isinstance(node, exp.Not):
         inner = node.this
-        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null):
+        if isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null) and not inner.args.get("negate"):
             return {"op": "is_not_null", "args": [{"col": cols.position(inner.this)}]}
         return {"op": "not", "args": [_filter(inner, cols)]}
     if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
-        return {"op": "is_null", "args": [{"col": cols.position(node.this)}]}
+        # sqlglot spells `x IS NOT NULL` as Is(x, NULL, negate=True) (older: Not(Is(...)))
+        op = "is_not_null" if node.args.get("negate") else "is_null"
+        return {"op": op, "args": [{"col": cols.position(node.this)}]}
     if isinstance(node, exp.In) and not node.args.get("query") and node.expressions:
         col = {"col": cols.position(node.this)}
         parts = [{"op": "eq", "args": [col, _literal(v)]} for v in node.expressions]
@@ -145,7 +147,10 @@ def _filter(node: exp.Expression, cols: _Columns) -> dict[str, Any]:
         return {"op": "and", "args": [{"op": "ge", "args": [col, _literal(node.args["low"])]},
                                       {"op": "le", "args": [col, _literal(node.args["high"])]}]}
     if isinstance(node, exp.Like) and isinstance(node.expression, exp.Literal) and node.expression.is_string:
-        return {"op": "like", "args": [{"col": cols.position(node.this)}], "pattern": node.expression.this}
+        if node.args.get("escape") is not None:
+            raise _NotFast
+        like = {"op": "like", "args": [{"col": cols.position(node.this)}], "pattern": node.expression.this}
+        return {"op": "not", "args": [like]} if node.args.get("negate") else like  # x NOT LIKE p
     if isinstance(node, exp.Column):
         pos = cols.position(node)
         if cols.desc.columns[pos].type.name != "boolean":

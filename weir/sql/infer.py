@@ -174,8 +174,9 @@ class Types:
         sources: list[exp.Expression] = []
         frm = select.args.get("from_") or select.args.get("from")
         if frm is not None:
-            sources.append(frm.this)
-        sources.extend(j.this for j in select.args.get("joins") or [])
+            sources.extend(_flatten(frm.this))
+        for j in select.args.get("joins") or []:
+            sources.extend(_flatten(j.this))
         for src in sources:
             alias = src.alias_or_name
             if table and alias != table:
@@ -266,3 +267,14 @@ def _cte(node: exp.Expression, name: str) -> exp.CTE | None:
                     return cte
         cur = cur.parent
     return None
+
+
+def _flatten(src: exp.Expression) -> list[exp.Expression]:
+    """The relations of a FROM item: a parenthesised join `(a JOIN b ...)` (sqlglot: an
+    unaliased Subquery or Paren around a table that carries the joins) is its tables."""
+    if isinstance(src, (exp.Subquery, exp.Paren)) and not isinstance(src.this, exp.Query):
+        return _flatten(src.this)
+    out = [src]
+    for j in src.args.get("joins") or []:
+        out.extend(_flatten(j.this))
+    return out

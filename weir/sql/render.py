@@ -397,14 +397,19 @@ def _series_as_subqueries(expr: exp.Expression) -> exp.Expression:
 def _spark_types(expr: exp.Expression) -> exp.Expression:
     """PostgreSQL types whose bare Spark rendering means something else: an
     unconstrained `numeric` is Spark's DECIMAL(10,0), which rounds 1.5 to 2; weir's
-    numeric is DECIMAL(38,10) everywhere else (columns, parameters)."""
-    if not any(d.this == exp.DataType.Type.DECIMAL and not d.expressions
-               for d in expr.find_all(exp.DataType)):
+    numeric is DECIMAL(38,10) everywhere else (columns, parameters). `timestamp` is
+    Spark's TIMESTAMP, a timestamp with time zone: PostgreSQL's is TIMESTAMP_NTZ."""
+    def retyped(d: exp.DataType) -> bool:
+        return (d.this == exp.DataType.Type.DECIMAL and not d.expressions) or d.this == exp.DataType.Type.TIMESTAMP
+
+    if not any(retyped(d) for d in expr.find_all(exp.DataType)):
         return expr
 
     def visit(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.DECIMAL and not node.expressions:
             return exp.DataType.build(T.NUMERIC.spark_ddl, dialect="spark")
+        if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.TIMESTAMP:
+            return exp.DataType.build("TIMESTAMP_NTZ", dialect="spark")
         return node
 
     return expr.copy().transform(visit)
