@@ -254,13 +254,14 @@ class Differential:
         report = Report(results, unchecked=len(queries) - len(results))
         if mv_batches:
             mvs = [(sig, ids) for sig, ids in batches if len(ids) > 1][:mv_batches]
-            report.results += self.check_mvs(queries, pg_batch, mvs)
+            report.results += self.check_mvs(queries, pg_batch, mvs, [e.types for e in expected])
         report.seconds = time.monotonic() - start
         report.weir_statements = self.statements
         return report
 
     def check_mvs(self, queries: Sequence[Query], pg_batch: dict[tuple[int, ...], Outcome],
-                  batches: Iterable[tuple[tuple[bool, ...], list[int]]]) -> list[Result]:
+                  batches: Iterable[tuple[tuple[bool, ...], list[int]]],
+                  pg_types: Sequence[tuple[int, ...]] = ()) -> list[Result]:
         """Each batch as one materialized view: its contents, split by query, must equal
         PostgreSQL's answer to each query (as the batch's text casts render it)."""
         out: list[Result] = []
@@ -275,8 +276,8 @@ class Differential:
             got = split_batch(w, ids) if w.ok else {}
             for i in ids:
                 mine = Outcome(rows=got[i]) if w.ok else w
-                out.append(self._result(queries[i], Outcome(rows=want[i], types=expected_types(sig)),
-                                        mine, mv=True))
+                types = pg_types[i] if i < len(pg_types) and pg_types[i] else expected_types(sig)
+                out.append(self._result(queries[i], Outcome(rows=want[i], types=types), mine, mv=True))
         return out
 
 

@@ -206,6 +206,11 @@ class Types:
         for p in q.selects:
             if p.alias_or_name == name:
                 return self.of(p)
+        for p in q.selects:  # `SELECT *` (a view's definition, inlined): the name is a source's
+            if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)):
+                found = self._from_sources(q, p.table if isinstance(p, exp.Column) else "", name)
+                if found is not None:
+                    return found
         return None
 
     def _function(self, e: exp.Expression) -> PgType | None:  # noqa: C901 - a table of results
