@@ -27,7 +27,7 @@ SAME = [
     "SELECT array_agg(x) FROM sem_t WHERE false",
     "SELECT array_cat(NULL::int[], ARRAY[x]) FROM sem_t WHERE x = 1",
     "SELECT x FROM sem_t WHERE x = ANY (SELECT x FROM sem_t WHERE x > 1)",
-    "SELECT x, x <> ALL (SELECT x FROM sem_t WHERE x > 1), x = ANY (SELECT x FROM sem_t) FROM sem_t",
+    "SELECT x FROM sem_t WHERE x <> ALL (SELECT x FROM sem_t WHERE x > 1)",
     "SELECT (f / 4)::int, (f / 4)::numeric::int, (x + 0.5)::int, (x * 1.5::float8)::int FROM sem_t",
     "SELECT date_trunc('month', ts), date_trunc('hour', ts) FROM sem_t",
     "SELECT f::text, f || 'x', (f / 3)::text, (f * 1e20)::text, (f / 1e7)::text, (f / 3)::real::text FROM sem_t",
@@ -81,6 +81,7 @@ def test_numeric_output_is_materializes(server: WeirServer) -> None:
     "SELECT '{\"a\": null}'::jsonb -> 'a' FROM sem_t",
     "SELECT log(f::numeric) FROM sem_t",
     "SELECT x * INTERVAL '1 hour' FROM sem_t",
+    "SELECT x, x <> ALL (SELECT x FROM sem_t WHERE x > 1) FROM sem_t",  # Spark: false, not NULL
 ])
 def test_refused_not_approximated(both, sql: str) -> None:  # noqa: ANN001
     w, _ = both

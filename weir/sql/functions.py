@@ -88,6 +88,7 @@ _PG_NAMES: dict[type, str] = {
     exp.ArrayPosition: "array_position", exp.ArrayAppend: "array_append",
     exp.ArrayPrepend: "array_prepend", exp.ArrayRemove: "array_remove",
     exp.RegexpReplace: "regexp_replace", exp.SplitPart: "split_part",
+    exp.TimestampTrunc: "date_trunc",
 }
 
 _OPERATORS: dict[type, str] = {

@@ -420,6 +420,8 @@ def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
     if not isinstance(query, (exp.Subquery, exp.Query)):
         return node  # x op ANY (array): an array comparison, Spark's exists()/forall()
     subquery = query if isinstance(query, exp.Subquery) else exp.Subquery(this=query)
+    if not _in_where_conjunct(node):  # Spark's IN (subquery) answers false, not NULL, elsewhere
+        raise _refuse(f"{'ANY' if isinstance(right, exp.Any) else 'ALL'} (subquery) outside a WHERE condition")
     if isinstance(node, exp.EQ) and isinstance(right, exp.Any):
         return exp.In(this=node.this, query=subquery)
     if isinstance(node, exp.NEQ) and isinstance(right, exp.All):
@@ -428,3 +430,11 @@ def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
     op = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}.get(
         type(node), type(node).__name__)
     raise _refuse(f"operator {op} {quantifier} (subquery)")
+
+
+def _in_where_conjunct(node: exp.Expression) -> bool:
+    """Whether node is a top-level AND-ed condition of a WHERE (where false and NULL filter alike)."""
+    parent = node.parent
+    while isinstance(parent, (exp.And, exp.Paren)):
+        parent = parent.parent
+    return isinstance(parent, exp.Where)
