@@ -52,6 +52,32 @@ def test_same_answer_as_postgres(both, sql: str) -> None:  # noqa: ANN001
     assert sorted(map(_values, cw.fetchall())) == sorted(map(_values, cp.fetchall()))
 
 
+MV_OVER_VIEW = [
+    "SELECT x, x / 2 AS half, -x / 2 AS neg FROM sem_v",
+    "SELECT a.x, a.x / b.x AS q FROM sem_v a JOIN sem_v b ON a.x >= b.x",
+]
+
+
+def test_materialized_views_over_views_as_postgres(both) -> None:  # noqa: ANN001
+    """A view is inlined into a materialized view as `SELECT *` over its inputs: integer
+    division through it still truncates (it divided as floats: 1 / 2 gave 0.5)."""
+    w, p = both
+    for conn in (w, p):
+        conn.execute("CREATE VIEW sem_v AS SELECT * FROM sem_t")
+    try:
+        for n, sql in enumerate(MV_OVER_VIEW):
+            for conn in (w, p):
+                conn.execute(f"CREATE MATERIALIZED VIEW sem_mv{n} AS {sql}")
+            got, want = (sorted(map(_values, c.execute(f"SELECT * FROM sem_mv{n}").fetchall()))
+                         for c in (w, p))
+            assert got == want, sql
+    finally:
+        for conn in (w, p):
+            for n in range(len(MV_OVER_VIEW)):
+                conn.execute(f"DROP MATERIALIZED VIEW IF EXISTS sem_mv{n}")
+            conn.execute("DROP VIEW IF EXISTS sem_v")
+
+
 def _values(row: tuple[Any, ...]) -> str:
     """A row to compare; numeric by value: weir prints unconstrained numeric without
     trailing zeros, as Materialize does (test_numeric_output_is_materializes)."""
