@@ -267,6 +267,11 @@ def test_decode_text(t: PgType, text: str, value: Any) -> None:
     ("1-2", "420 days"), ("-1.5 days", "-1 days -12:00:00"), ("1 h 2 m 3 s", "01:02:03"),
     ("3 mins 2 secs 1 microsecond 2 milliseconds", "00:03:02.002001"), ("PT1.5S", "00:00:01.5"),
     ("00:00:00.0000015", "00:00:00.000002"), ("-1:30", "-01:30:00"), ("+1 day", "1 day"),
+    # fractions cascade as PostgreSQL's do (years to whole months, months to days, days to
+    # time); the wire's timedelta then counts a month as 30 days
+    ("0.1 year", "30 days"), ("1.5 years", "540 days"), ("0.5 decade", "1800 days"),
+    ("1.25 mons", "37 days 12:00:00"), ("1.5 weeks", "10 days 12:00:00"), (".001 second", "00:00:00.001"),
+    ("1-2 3:4 5 day", "425 days 03:04:00"),
 ])
 def test_interval_text(text: str, out: str) -> None:
     assert encode_text(decode_text(text.encode(), INTERVAL), INTERVAL) == out.encode()

@@ -85,7 +85,8 @@ def test_parse_options_defaults() -> None:
 @pytest.mark.parametrize("text,us", [
     ("1s", 1_000_000), ("500ms", 500_000), ("'2 seconds'", 2_000_000), ("1 minute", 60_000_000),
     ("1m 30s", 90_000_000), ("1.5s", 1_500_000), ("00:00:02", 2_000_000), ("3", 3_000_000),
-    ("250 milliseconds", 250_000), ("1h", 3_600_000_000),
+    ("250 milliseconds", 250_000), ("1h", 3_600_000_000), ("1 minute 30 seconds", 90_000_000),
+    ("'.5 second'", 500_000), ("1 day", 86_400_000_000),
 ])
 def test_parse_interval(text: str, us: int) -> None:
     assert parse_interval_us(text) == us

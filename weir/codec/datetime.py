@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 import struct
-from decimal import Decimal, InvalidOperation
 from zoneinfo import ZoneInfo
 
+from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError
 
 UTC = dt.UTC
@@ -149,14 +149,7 @@ def interval_send(v: dt.timedelta) -> bytes:
 
 def interval_recv(data: bytes) -> dt.timedelta:
     time, days, months = _INTERVAL.unpack(data)
-    return _make_interval(time + (days + months * 30) * _USEC_PER_DAY)
-
-
-def _make_interval(us: int) -> dt.timedelta:
-    try:
-        return dt.timedelta(microseconds=us)
-    except OverflowError:
-        raise _err(SqlState.DATETIME_FIELD_OVERFLOW, "interval out of range") from None
+    return cinterval.flattened(cinterval.PgInterval(months, days, time))
 
 
 # ---------------------------------------------------------------- date/timestamp input
@@ -310,116 +303,8 @@ def timestamptz_in(s: str) -> dt.datetime:
 
 # ---------------------------------------------------------------- interval input
 
-_DAY = "day"
-_MON = "mon"
-_UNITS: dict[str, tuple[str, int]] = {}
-for _names, _kind, _factor in (
-    ("microsecond microseconds usec usecs us", "us", 1),
-    ("millisecond milliseconds msec msecs ms", "us", 1000),
-    ("second seconds sec secs s", "us", 1_000_000),
-    ("minute minutes min mins m", "us", 60_000_000),
-    ("hour hours hr hrs h", "us", 3_600_000_000),
-    ("day days d", _DAY, 1),
-    ("week weeks w", _DAY, 7),
-    ("month months mon mons", _MON, 1),
-    ("year years yr yrs y", _MON, 12),
-    ("decade decades", _MON, 120),
-    ("century centuries", _MON, 1200),
-    ("millennium millennia millenniums", _MON, 12000),
-):
-    for _n in _names.split():
-        _UNITS[_n] = (_kind, _factor)
-
-_NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
-_NUM_UNIT_RE = re.compile(rf"({_NUM})([a-z]*)\Z", re.ASCII)
-_TIME_RE = re.compile(r"([+-]?)(\d+):(\d+)(?::(\d+))?(?:\.(\d*))?\Z", re.ASCII)
-_YM_RE = re.compile(r"([+-]?)(\d+)-(\d+)\Z", re.ASCII)
-_ISO_RE = re.compile(
-    rf"p(?:({_NUM})y)?(?:({_NUM})m)?(?:({_NUM})w)?(?:({_NUM})d)?"
-    rf"(?:t(?:({_NUM})h)?(?:({_NUM})m)?(?:({_NUM})s)?)?\Z",
-    re.ASCII,
-)
-_US_PER = {_DAY: Decimal(_USEC_PER_DAY), _MON: Decimal(30 * _USEC_PER_DAY), "us": Decimal(1)}
-
-
-def _time_micros(m: re.Match[str]) -> Decimal:
-    sign, a, b, c, frac = m.groups()
-    if c is None and frac is not None:  # MM:SS.fff
-        total = (int(a) * 60 + int(b)) * 1_000_000
-    else:
-        total = (int(a) * 3600 + int(b) * 60 + int(c or 0)) * 1_000_000
-    exact = Decimal(total) + (Decimal("0." + frac) * 1_000_000 if frac else 0)
-    return -exact if sign == "-" else exact
-
 
 def parse_interval(s: str) -> dt.timedelta:
-    """A timedelta from PostgreSQL interval input ('1 day 02:00:00', '2 hours', 'P1D', ...)."""
-    low = s.strip().lower()
-    total = Decimal(0)
-    try:
-        if low.startswith("p"):
-            m = _ISO_RE.match(low)
-            if m is None or (not any(m.groups()) and low != "pt"):
-                raise _syntax(s, "interval")
-            factors = (12 * 30 * _USEC_PER_DAY, 30 * _USEC_PER_DAY, 7 * _USEC_PER_DAY,
-                       _USEC_PER_DAY, 3_600_000_000, 60_000_000, 1_000_000)
-            for part, factor in zip(m.groups(), factors, strict=True):
-                if part:
-                    total += Decimal(part) * factor
-        else:
-            total = _parse_postgres_interval(low, s)
-    except InvalidOperation:
-        raise _syntax(s, "interval") from None
-    return _make_interval(int(total.to_integral_value()))
-
-
-def _parse_postgres_interval(low: str, s: str) -> Decimal:
-    tokens = low[1:].split() if low.startswith("@") else low.split()
-    negate = bool(tokens) and tokens[-1] == "ago"
-    if negate:
-        tokens.pop()
-    if not tokens:
-        raise _syntax(s, "interval")
-    total = Decimal(0)
-    seen: set[str] = set()
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        i += 1
-        tm = _TIME_RE.match(tok)
-        if tm is not None:
-            if "time" in seen:
-                raise _syntax(s, "interval")
-            seen.add("time")
-            total += _time_micros(tm)
-            continue
-        ym = _YM_RE.match(tok)
-        if ym is not None:
-            months = int(ym.group(2)) * 12 + int(ym.group(3))
-            total += _US_PER[_MON] * (-months if ym.group(1) == "-" else months)
-            continue
-        nm = _NUM_UNIT_RE.match(tok)
-        if nm is None:
-            raise _syntax(s, "interval")
-        number, unit = Decimal(nm.group(1)), nm.group(2)
-        if not unit and i < len(tokens) and tokens[i] in _UNITS:
-            unit = tokens[i]
-            i += 1
-        if not unit:
-            # A bare number: days before a time field, else seconds at the end.
-            if i < len(tokens) and _TIME_RE.match(tokens[i]) and "day" not in seen:
-                unit = "day"
-            elif i == len(tokens) and "second" not in seen:
-                unit = "second"
-            else:
-                raise _syntax(s, "interval")
-        if unit not in _UNITS:
-            raise _syntax(s, "interval")
-        kind, factor = _UNITS[unit]
-        canonical = f"{kind}{factor}"
-        if canonical in seen:
-            raise _syntax(s, "interval")
-        seen.add(canonical)
-        seen.add(unit)
-        total += number * factor * _US_PER[kind]
-    return -total if negate else total
+    """A timedelta from PostgreSQL interval input ('1 day 02:00:00', '2 hours', 'P1D', ...):
+    PostgreSQL's three fields (one parser, `interval.parse`), months counted as 30 days."""
+    return cinterval.flattened(cinterval.parse(s))

@@ -53,6 +53,15 @@ def from_timedelta(v: dt.timedelta) -> PgInterval:
     return PgInterval(0, days, us - days * USEC_PER_DAY)
 
 
+def flattened(v: PgInterval) -> dt.timedelta:
+    """The timedelta weir stores and computes with (Spark's day-time interval): a month
+    counts as 30 days, as PostgreSQL's interval comparison and extract(epoch) count it."""
+    try:
+        return dt.timedelta(microseconds=(v.months * 30 + v.days) * USEC_PER_DAY + v.micros)
+    except OverflowError:
+        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, "interval out of range") from None
+
+
 def _syntax(s: str) -> WeirError:
     return WeirError(SqlState.INVALID_DATETIME_FORMAT, f'invalid input syntax for type interval: "{s}"')
 

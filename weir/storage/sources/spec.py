@@ -11,11 +11,13 @@ it only for KEY VALUE); it defaults to 0, so sources are deterministic either wa
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError
 from weir.storage.sources import auction, counter, tpch
 from weir.storage.sources.common import Column, Relation
@@ -131,40 +133,18 @@ def _parse_u64(name: str, value: Any) -> int:
     return int(s)
 
 
-_UNITS_US = {
-    "us": 1, "usec": 1, "usecs": 1, "microsecond": 1, "microseconds": 1,
-    "ms": 1000, "msec": 1000, "msecs": 1000, "millisecond": 1000, "milliseconds": 1000,
-    "s": 1_000_000, "sec": 1_000_000, "secs": 1_000_000, "second": 1_000_000, "seconds": 1_000_000,
-    "m": 60_000_000, "min": 60_000_000, "mins": 60_000_000, "minute": 60_000_000,
-    "minutes": 60_000_000, "h": 3_600_000_000, "hr": 3_600_000_000, "hrs": 3_600_000_000,
-    "hour": 3_600_000_000, "hours": 3_600_000_000, "d": 86_400_000_000, "day": 86_400_000_000,
-    "days": 86_400_000_000,
-}
-_PART_RE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)")
-_CLOCK_RE = re.compile(r"(\d+):(\d{1,2})(?::(\d{1,2}(?:\.\d+)?))?")
-
-
 def parse_interval_us(text: Any) -> int:
     """An interval literal as TICK INTERVAL takes it ('1s', '500ms', '1 minute 30 seconds',
-    '00:00:01', a bare number of seconds) in microseconds."""
-    s = _unquote(text).lower()
-    clock = _CLOCK_RE.fullmatch(s)
-    if clock:
-        h, m, sec = int(clock.group(1)), int(clock.group(2)), float(clock.group(3) or 0)
-        return round(((h * 60 + m) * 60 + sec) * 1_000_000)
-    total, pos = 0.0, 0
-    while pos < len(s):
-        m = _PART_RE.match(s, pos)
-        if not m or m.end() == pos or (m.group(2) and m.group(2) not in _UNITS_US):
-            raise _bad(f"invalid TICK INTERVAL: {s!r} is not an interval",
-                       hint="Use an interval such as '1s', '500ms' or '2 minutes'.")
-        total += float(m.group(1)) * _UNITS_US[m.group(2) or "s"]
-        pos = m.end()
-        while pos < len(s) and s[pos] in " ,":
-            pos += 1
+    '00:00:01', a bare number of seconds): PostgreSQL's interval input, in microseconds."""
+    s = _unquote(text)
     if not s:
         raise _bad("invalid TICK INTERVAL: empty interval")
-    return round(total)
+    try:
+        value = cinterval.flattened(cinterval.parse(s))
+    except WeirError:
+        raise _bad(f"invalid TICK INTERVAL: {s!r} is not an interval",
+                   hint="Use an interval such as '1s', '500ms' or '2 minutes'.") from None
+    return value // dt.timedelta(microseconds=1)
 
 
 def _normalize_option(name: str) -> str:
