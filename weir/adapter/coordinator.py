@@ -107,8 +107,13 @@ class Coordinator(api.Coordinator):
             await self.storage.ensure_collection(b.id, [(name, t, True) for name, t in b.columns])
         for item in self.catalog.list_items("source"):
             await self.storage.ensure_collection(item.id, [(c.name, c.type, c.nullable) for c in item.columns])
+        from weir.adapter import constant_views
+
         mv_ids = [i.id for i in self.catalog.list_items("materialized-view")]
         for item in self.catalog.list_items("materialized-view"):
+            if constant_views.is_constant(item):
+                await constant_views.open_shard(self, item)
+                continue
             await self.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in item.columns],
                                                  external=True)
             await self.dataflow_errors.ensure(item.id, self.storage.frontiers(item.id)[1])

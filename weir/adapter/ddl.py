@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import sqlglot
 from sqlglot import exp
 
 from weir import types as T
@@ -172,8 +171,9 @@ async def _create_view(session: Session, stmt: st.CreateView) -> api.Command:
         if len(names) != len(columns):
             raise WeirError(SqlState.SYNTAX_ERROR, "CREATE VIEW specifies the wrong number of column names")
         columns = [api.Column(n, c.type) for n, c in zip(names, columns, strict=True)]
-        qualified = sqlglot.exp.select(*[exp.alias_(exp.column(c), n) for c, n in zip(
-            [c.name for c in columns], names, strict=True)]).from_(qualified.subquery("v"))
+        # SELECT * FROM (query) AS v(names): also for VALUES, which has no output names to select
+        qualified = exp.select("*").from_(exp.Subquery(this=qualified, alias=exp.TableAlias(
+            this=exp.to_identifier("v"), columns=[exp.to_identifier(n, quoted=True) for n in names])))
     replace = bool(create.args.get("replace"))
     existing = coord.catalog.find_item(schema_id, name)
     if existing is not None and replace and existing.kind == "view":

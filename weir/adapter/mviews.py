@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 import sqlglot
 from sqlglot import exp
 
-from weir.adapter import api, planning, query
+from weir.adapter import api, constant_views, planning, query
 from weir.catalog.model import ColumnDef, Item
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
+from weir.sql import temporal
 from weir.sql.plan import QueryPlan
 
 if TYPE_CHECKING:
@@ -41,11 +42,14 @@ def is_linear(q: exp.Expression) -> bool:
     return froms is not None and isinstance(froms.this, exp.Table)
 
 
-def dataflow_sql(session: Session, plan: QueryPlan) -> str:
+def dataflow_sql(session: Session, plan: QueryPlan, *, temporal: bool = False) -> str:
     """The Spark SQL a dataflow runs for the planned query (no parameters; session
-    functions take the creating session's values)."""
+    functions take the creating session's values; with a temporal filter, mz_now() is
+    the parameter of the time computed)."""
     assert plan.spark is not None
-    return plan.spark.template.render([], session.context(None))
+    ctx = session.context(None)
+    ctx.mz_now_parameter = temporal
+    return plan.spark.template.render([], ctx)
 
 
 def dataflow_inputs(inputs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -67,8 +71,6 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         return api.Command("CREATE MATERIALIZED VIEW")
     if existing is not None and not stmt.replace:
         raise WeirError(SqlState.DUPLICATE_TABLE, f'{existing.kind.replace("-", " ")} "{name}" already exists')
-    if any(isinstance(n, exp.Anonymous) and n.name.lower() == "mz_now" for n in stmt.query.walk()):
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "mz_now() in a materialized view not yet supported")
     cluster = cat.get_cluster(stmt.cluster or session.get_var("cluster"))
     plan = planning.plan(session, stmt.query, key=stmt.sql, qualify=True)
     assert plan.spark is not None and plan.spark.qualified is not None
@@ -78,19 +80,29 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         if len(stmt.column_names) != len(columns):
             raise WeirError(SqlState.SYNTAX_ERROR, "materialized view specifies the wrong number of column names")
         columns = [api.Column(n, c.type) for n, c in zip(stmt.column_names, columns, strict=True)]
-    spark_sql, inputs = dataflow_sql(session, plan), plan.inputs
+    inputs = plan.inputs
+    thresholds = temporal.thresholds_query(qualified)  # 0A000 for mz_now() outside temporal filters
     if not inputs:
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "materialized views must read at least one relation")
-    strategy = "linear" if is_linear(qualified) else "recompute"
+        if thresholds is not None:
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                            "a temporal filter in a materialized view that reads no relation is not supported")
+        return await _create_constant(session, stmt, plan, columns, schema_id, name, existing, cluster.id)
+    spark_sql = dataflow_sql(session, plan, temporal=thresholds is not None)
+    definition: dict[str, Any] = {"query": qualified.sql(dialect="postgres"), "spark_sql": spark_sql,
+                                  "inputs": dataflow_inputs(inputs)}
+    if thresholds is not None:
+        definition["thresholds_sql"] = dataflow_sql(session, planning.plan(session, thresholds))
+        strategy = "recompute"
+    else:
+        strategy = "linear" if is_linear(qualified) else "recompute"
+    definition["strategy"] = strategy
     as_of = query.choose_timestamp(session, inputs, for_write=True)
     hold = coord.storage.acquire_read_hold(list(inputs), as_of)  # before any await
     if existing is not None:  # OR REPLACE
         await drop_items(coord, cat.drop_item(existing.id, cascade=False).items)
     item = cat.create_item(
         "materialized-view", schema_id, name, [ColumnDef(c.name, c.type) for c in columns], stmt.sql,
-        {"query": qualified.sql(dialect="postgres"), "spark_sql": spark_sql, "strategy": strategy,
-         "inputs": dataflow_inputs(inputs)},
-        owner_id=session.role.id, cluster_id=cluster.id, dependencies=list(plan.depends_on))
+        definition, owner_id=session.role.id, cluster_id=cluster.id, dependencies=list(plan.depends_on))
     try:
         await coord.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in columns],
                                               external=True, initial_upper=as_of)
@@ -102,6 +114,29 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
             await coord.storage.drop_collection(item.id)
         except Exception:  # noqa: BLE001 - best effort clean-up of a failed CREATE
             log.warning("dropping the shard of failed materialized view %s", item.id, exc_info=True)
+        raise
+    await coord.catalog_changed()
+    return api.Command("CREATE MATERIALIZED VIEW")
+
+
+async def _create_constant(session: Session, stmt: st.CreateMaterializedView, plan: QueryPlan,
+                           columns: list[api.Column], schema_id: str, name: str, existing: Item | None,
+                           cluster_id: str) -> api.Command:
+    """A view that reads no relation (weir.adapter.constant_views)."""
+    coord = session.coord
+    assert plan.spark is not None and plan.spark.qualified is not None
+    rows = await constant_views.evaluate(session, plan, columns)
+    if existing is not None:  # OR REPLACE
+        await coord.drop_storage(coord.catalog.drop_item(existing.id, cascade=False).items)
+    item = coord.catalog.create_item(
+        "materialized-view", schema_id, name, [ColumnDef(c.name, c.type) for c in columns], stmt.sql,
+        {"query": plan.spark.qualified.sql(dialect="postgres"), "strategy": constant_views.STRATEGY,
+         "rows": rows, "inputs": []},
+        owner_id=session.role.id, cluster_id=cluster_id, dependencies=list(plan.depends_on))
+    try:
+        await constant_views.create_shard(coord, item)
+    except BaseException:
+        coord.catalog.drop_item(item.id)
         raise
     await coord.catalog_changed()
     return api.Command("CREATE MATERIALIZED VIEW")
@@ -127,7 +162,8 @@ async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any
     try:
         await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"],
                                             output_shard_id, as_of, strategy, index=index,
-                                            errors_shard_id=errors_shard_id)
+                                            errors_shard_id=errors_shard_id,
+                                            thresholds_sql=d.get("thresholds_sql"))
     except BaseException:
         coord.dataflow_holds.pop(item.id, None)
         hold.release()
@@ -156,6 +192,10 @@ async def reinstall(coord: Coordinator, item: Item, as_of: Callable[[], int],
 
 async def restart(coord: Coordinator, item: Item) -> None:
     """Resume the view's dataflow where its output stands."""
+    if constant_views.is_constant(item):
+        await constant_views.recover(coord, item)
+        return
+
     def as_of() -> int:
         since, upper = coord.storage.frontiers(item.id)
         return max([upper - 1, since, *input_sinces(coord, item)])
@@ -177,7 +217,7 @@ def advance_holds(coord: Coordinator) -> None:
 
 async def drop_items(coord: Coordinator, items: tuple[Item, ...]) -> None:
     for item in items:
-        if item.kind in ("materialized-view", "index"):
+        if item.kind in ("materialized-view", "index") and not constant_views.is_constant(item):
             hold = coord.dataflow_holds.pop(item.id, None)
             if hold is not None:
                 hold.release()

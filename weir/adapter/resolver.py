@@ -7,10 +7,8 @@ from typing import Any
 from weir.catalog.builtins import BUILTINS
 from weir.catalog.model import SYSTEM_SCHEMAS, Item
 from weir.errors import SqlState, WeirError
+from weir.sql.render import IMPLICIT_SCHEMAS
 from weir.sql.resolve import ColumnDesc, RelationDesc
-
-# Searched before the search_path for unqualified names, as in Materialize.
-_IMPLICIT = ("mz_catalog", "pg_catalog")
 
 
 def describe_item(item: Item) -> RelationDesc:
@@ -62,7 +60,7 @@ class CatalogResolver:
         if len(parts) > 3:
             raise WeirError(SqlState.SYNTAX_ERROR, f"improper relation name (too many dotted names): {'.'.join(parts)}")
         if len(parts) == 1:
-            candidates = list(_IMPLICIT) + [s for s in self.search_path if s not in _IMPLICIT]
+            candidates = list(IMPLICIT_SCHEMAS) + [s for s in self.search_path if s not in IMPLICIT_SCHEMAS]
             for schema_name in candidates:
                 schema = self._schema(None, schema_name)
                 if schema is None:

@@ -154,7 +154,19 @@ class Session(api.Session):
     def context(self, timestamp: int | None = None) -> SessionContext:
         return SessionContext(user=self.user, database=self.database, search_path=self.search_path,
                               connection_id=self.connection_id, timestamp=timestamp,
-                              setting=self.get_var, statement_log_access=self.statement_log_access())
+                              setting=self.get_var, statement_log_access=self.statement_log_access(),
+                              existing_schemas=self.existing_schemas)
+
+    def existing_schemas(self) -> list[str]:
+        """The search_path's schemas that exist, in order (what current_schemas lists)."""
+        out = []
+        for name in self.search_path:
+            try:
+                self.coord.lookup_schema(self.database, name)
+            except WeirError:
+                continue
+            out.append(name)
+        return out
 
     def statement_log_access(self) -> str:
         """What the statement-history views show this session: everything (superuser), every

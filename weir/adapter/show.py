@@ -1,5 +1,6 @@
-"""SHOW TABLES / VIEWS / OBJECTS / CLUSTERS / CLUSTER REPLICAS / COLUMNS / SCHEMAS /
-DATABASES / ROLES: queries over the builtin catalog relations, as Materialize does."""
+"""SHOW TABLES / VIEWS / MATERIALIZED VIEWS / INDEXES / SOURCES / OBJECTS / CLUSTERS /
+CLUSTER REPLICAS / COLUMNS / SCHEMAS / DATABASES / ROLES: queries over the builtin catalog
+relations, with Materialize's columns."""
 
 from __future__ import annotations
 
@@ -37,18 +38,21 @@ def _schema_id(session: Session, parts: list[str] | None) -> str:
 def show_query(session: Session, show: st.ShowObjects) -> exp.Expression:
     what = show.what
     coord = session.coord
-    if what in ("tables", "views", "objects", "sources", "indexes"):
+    if what in ("tables", "views", "objects"):
         sid = _schema_id(session, show.from_name)
-        rel = {"tables": "mz_tables", "views": "mz_views", "objects": "mz_objects",
-               "sources": "mz_objects", "indexes": "mz_objects"}[what]
+        rel = {"tables": "mz_tables", "views": "mz_views", "objects": "mz_objects"}[what]
         extra = ", o.type AS type" if what == "objects" else ""
-        cond = ""
-        if what == "sources":
-            cond = " AND o.type = 'source'"
-        if what == "indexes":
-            cond = " AND o.type = 'index'"
         sql = (f"SELECT o.name AS name{extra}, '' AS comment FROM mz_catalog.{rel} o "
-               f"WHERE o.schema_id = {_q(sid)}{cond}")
+               f"WHERE o.schema_id = {_q(sid)}")
+    elif what in ("materialized views", "sources"):
+        sid = _schema_id(session, show.from_name)
+        rel, extra = (("mz_materialized_views", "") if what == "materialized views"
+                      else ("mz_sources", ", o.type AS type"))
+        sql = (f"SELECT o.name AS name{extra}, c.name AS cluster, '' AS comment FROM mz_catalog.{rel} o "
+               f"LEFT JOIN mz_catalog.mz_clusters c ON o.cluster_id = c.id WHERE o.schema_id = {_q(sid)}"
+               + _in_cluster(session, show))
+    elif what == "indexes":
+        sql = _indexes(session, show)
     elif what == "clusters":
         sql = ("SELECT c.name AS name, coalesce(string_agg(r.name || ' (' || r.size || ')', ', ' "
                "ORDER BY r.name || ' (' || r.size || ')'), '') AS replicas, '' AS comment "
@@ -82,6 +86,33 @@ def show_query(session: Session, show: st.ShowObjects) -> exp.Expression:
     else:
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"SHOW {what.upper()} not yet supported")
     return _finish(sqlglot.parse_one(sql, read="postgres"), show)
+
+
+def _in_cluster(session: Session, show: st.ShowObjects) -> str:
+    if show.in_cluster is None:
+        return ""
+    return f" AND c.id = {_q(session.coord.catalog.get_cluster(show.in_cluster).id)}"
+
+
+def _indexes(session: Session, show: st.ShowObjects) -> str:
+    """name, on, cluster, key (the key columns or expressions, text[]): the indexes in a
+    schema (the first of the search path unless FROM or ON or IN CLUSTER says otherwise),
+    on one object, or on one cluster."""
+    if show.on_name is not None:
+        where = f"i.on_id = {_q(session.coord.resolver(session).lookup(show.on_name).id)}"
+    elif show.from_name is not None or show.in_cluster is None:
+        where = f"io.schema_id = {_q(_schema_id(session, show.from_name))}"
+    else:
+        where = "true"
+    return ("SELECT i.name AS name, o.name AS \"on\", c.name AS cluster, "
+            "coalesce(array_agg(coalesce(col.name, ic.on_expression) ORDER BY ic.index_position) "
+            "FILTER (WHERE ic.index_position IS NOT NULL), ARRAY[]::text[]) AS key, '' AS comment "
+            "FROM mz_catalog.mz_indexes i JOIN mz_catalog.mz_objects io ON io.id = i.id "
+            "JOIN mz_catalog.mz_objects o ON o.id = i.on_id "
+            "LEFT JOIN mz_catalog.mz_clusters c ON c.id = i.cluster_id "
+            "LEFT JOIN mz_catalog.mz_index_columns ic ON ic.index_id = i.id "
+            "LEFT JOIN mz_catalog.mz_columns col ON col.id = i.on_id AND col.position = ic.on_position "
+            f"WHERE {where}{_in_cluster(session, show)} GROUP BY i.id, i.name, o.name, c.name")
 
 
 def _finish(q: exp.Expression, show: st.ShowObjects, keep_order: bool = False) -> exp.Expression:

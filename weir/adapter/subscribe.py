@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from sqlglot import exp
 
-from weir import types as T
 from weir.adapter import api, indexes, planning, query
+from weir.adapter.subscribe_output import SubscribeOutput
 from weir.sql import statements as st
 from weir.sql.resolve import RelationDesc
 
@@ -70,19 +70,11 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
         as_of = query.choose_timestamp(session, inputs, for_write=True)
     up_to = query.eval_as_of(session, stmt.up_to) if stmt.up_to is not None else None
     hold = coord.storage.acquire_read_hold(list(inputs), as_of)
-    columns = [api.Column("mz_timestamp", T.MZ_TIMESTAMP)]
-    if stmt.progress:
-        columns.append(api.Column("mz_progressed", T.BOOL))
-    columns.append(api.Column("mz_diff", T.INT8))
-    columns += data_cols
+    output = SubscribeOutput(stmt, data_cols)
     names = [c.name for c in data_cols]
-    blanks = (None,) * len(names)
 
-    def data_row(ts: int, diff: int, row: Row) -> Row:
-        return (ts, False, diff, *_unkey(row)) if stmt.progress else (ts, diff, *_unkey(row))
-
-    def progress_row(ts: int) -> Row:
-        return (ts, True, None, *blanks)
+    def rows_at(ts: int, updates: collections.Counter[Row]) -> list[Row]:
+        return output.rows_at(ts, [(_unkey(r), d) for r, d in sorted(updates.items(), key=lambda x: repr(x[0]))])
 
     async def answer_at(ts: int) -> collections.Counter[Row]:
         rows = await query.peek(session, plan, [], as_of=st.AsOf(exp.Literal.number(ts)))
@@ -109,10 +101,10 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
             else:
                 current = await answer_at(as_of)
             if stmt.snapshot and current:
-                yield [data_row(as_of, d, r) for r, d in sorted(current.items(), key=lambda x: repr(x[0])) if d]
+                yield rows_at(as_of, current)
             frontier = as_of + 1
             if stmt.progress:
-                yield [progress_row(frontier)]
+                yield [output.progress_row(frontier)]
             if not inputs:
                 return  # a constant query is complete after its snapshot (as in Materialize)
             while up_to is None or frontier < up_to:
@@ -133,7 +125,7 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
                                              ups.column("mz_diff").to_pylist(), strict=True):
                             by_time[t][_key(row)] += d
                     for t in sorted(by_time):
-                        out += [data_row(t, d, r) for r, d in by_time[t].items() if d]
+                        out += rows_at(t, by_time[t])
                 else:
                     times: set[int] = set()
                     for sid in inputs:
@@ -143,15 +135,15 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
                         new = await answer_at(t)
                         diff = collections.Counter(new)
                         diff.subtract(current)
-                        out += [data_row(t, d, r) for r, d in diff.items() if d]
+                        out += rows_at(t, diff)
                         current = new
                 frontier = hi
                 hold.downgrade(frontier - 1)
                 if stmt.progress:
-                    out.append(progress_row(frontier))
+                    out.append(output.progress_row(frontier))
                 if out:
                     yield out
         finally:
             hold.release()
 
-    return columns, gen()
+    return output.columns, gen()

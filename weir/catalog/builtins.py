@@ -179,6 +179,22 @@ def _indexes(s: Snapshot) -> list[Row]:
             for i in _items(s, INDEX)]
 
 
+def _index_columns(s: Snapshot) -> list[Row]:
+    """One row per key of each index: a column of the indexed object (on_position, 1-based)
+    or an expression over them (on_expression)."""
+    out: list[Row] = []
+    for i in _items(s, INDEX):
+        columns = i.definition.get("columns", [])
+        names = [c["name"] for c in columns]
+        for n, key in enumerate(i.definition.get("keys", []), start=1):
+            if key in names:
+                pos = names.index(key)
+                out.append((i.id, n, pos + 1, None, bool(columns[pos].get("nullable", True))))
+            else:
+                out.append((i.id, n, None, key, True))
+    return out
+
+
 def _columns(s: Snapshot) -> list[Row]:
     return [(i.id, c.name, pos, c.nullable, c.type.name, c.default, c.type.oid, c.type.typmod)
             for i in s.items for pos, c in enumerate(i.columns, start=1)]
@@ -271,6 +287,9 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_CATALOG, "mz_indexes", "s107", 16407, _t(
         ("id", TEXT), ("oid", OID), ("name", TEXT), ("on_id", TEXT), ("cluster_id", TEXT),
         ("owner_id", TEXT), *_CREATE_SQL), _indexes),
+    BuiltinTable(MZ_CATALOG, "mz_index_columns", "s115", 16415, _t(
+        ("index_id", TEXT), ("index_position", INT8), ("on_position", INT8), ("on_expression", TEXT),
+        ("nullable", BOOL)), _index_columns, frozenset({"on_position", "on_expression"})),
     BuiltinTable(MZ_CATALOG, "mz_columns", "s108", 16408, _t(
         ("id", TEXT), ("name", TEXT), ("position", INT8), ("nullable", BOOL), ("type", TEXT),
         ("default", TEXT), ("type_oid", OID), ("type_mod", INT4)), _columns,

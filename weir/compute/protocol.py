@@ -60,7 +60,11 @@ Commands (controller -> replica)
   shard's columns, renamed to ``columns``' names if given). The output shard
   has the query's columns in order. ``strategy``: ``"recompute"`` (any query)
   or ``"linear"`` (filters, projections, maps, UNION ALL; falls back to
-  recompute when the query is not). Answered by ``DataflowCreated`` or, if
+  recompute when the query is not). ``thresholds_sql`` (optional): the view has a
+  temporal filter (weir.sql.temporal); ``sql`` takes the named parameter
+  ``:weir_mz_now`` (the time computed) and ``thresholds_sql``, over the same inputs,
+  selects the times (column ``weir_flip``) at which its rows' comparisons with
+  mz_now() flip (weir.compute.replica.temporal). Answered by ``DataflowCreated`` or, if
   the query cannot run, ``DataflowError{at: "create"}``. Idempotent for the
   same definition (a controller replaying it after a reconnection).
   ``output.errors_shard_id`` (optional): the view's errors shard
@@ -151,6 +155,10 @@ CANCEL_PEEK = "CancelPeek"
 DESCRIBE = "Describe"
 PING = "Ping"
 CREATE_DATAFLOW = "CreateDataflow"
+# CreateDataflow's temporal filter: the parameter mz_now() is in `sql`, the column of
+# `thresholds_sql` that holds the flip times
+MZ_NOW_PARAMETER = "weir_mz_now"
+FLIP_COLUMN = "weir_flip"
 DROP_DATAFLOW = "DropDataflow"
 ALLOW_COMPACTION = "AllowCompaction"
 UPDATE_INPUT_FRONTIERS = "UpdateInputFrontiers"

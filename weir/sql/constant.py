@@ -106,6 +106,10 @@ def _eval(e: exp.Expression) -> Value:
         if t.oid == T.INTERVAL.oid:
             return (None if v is None else -v), t
         return (None if v is None else _check(-v, t)), t
+    if isinstance(e, exp.Cast) and isinstance(e.this, exp.Array):
+        t = pg_type_of_datatype(e.to)
+        if t is not None and t.is_array and t.element is not None and t.element.oid == T.TEXT.oid:
+            return [_text(_eval(x)[0]) for x in e.this.expressions], t  # a session value: current_schemas()
     if isinstance(e, exp.Cast):
         return _cast(e)
     if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):

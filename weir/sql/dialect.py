@@ -14,14 +14,22 @@ from weir.errors import SqlState, WeirError
 _UNITS = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"}
 
 
+def _mz_logical_timestamp(args: list[exp.Expression]) -> exp.Expression:
+    node = exp.Anonymous(this="mz_now", expressions=args)
+    node.meta["weir_output_name"] = "mz_logical_timestamp"
+    return node
+
+
 class Weir(Postgres):
     """PostgreSQL as weir reads it."""
 
     class Parser(Postgres.Parser):
         # to_char keeps its name (and PostgreSQL's format): sqlglot's TimeToStr renders
         # as Spark's date_format, whose patterns mean something else ('HH' is 00-23)
+        # mz_logical_timestamp() is Materialize's older name of mz_now()
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
-                     "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args)}
+                     "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
+                     "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp}
 
         def _parse_interval(self, require_interval: bool = True,  # type: ignore[override]
                             parse_function_unit: bool = True) -> exp.Expression | None:

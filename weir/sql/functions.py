@@ -30,7 +30,7 @@ _PASS: frozenset[type] = frozenset({
     exp.LogicalAnd, exp.LogicalOr, exp.GroupConcat, exp.RowNumber, exp.Rank, exp.DenseRank,
     exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp.NthValue, exp.Ntile, exp.PercentRank,
     exp.CumeDist, exp.Explode, exp.ExplodingGenerateSeries, exp.Unnest,
-    exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentUser, exp.SessionUser, exp.CurrentSchema,
+    exp.CurrentDate, exp.CurrentTimestamp, exp.CurrentUser, exp.SessionUser, exp.CurrentSchema, exp.CurrentSchemas,
     exp.CurrentDatabase, exp.CurrentVersion, exp.Pi, exp.Rand,
     exp.Degrees, exp.Radians, exp.Sin, exp.Cos, exp.Tan, exp.Atan, exp.Atan2, exp.Cbrt,
     exp.StartsWith, exp.RegexpLike, exp.RegexpILike, exp.Sign, exp.Any, exp.All,
@@ -136,6 +136,7 @@ def check(expr: exp.Expression) -> exp.Expression:
     for node in reversed(order):  # children before parents
         new = _visit(node, types)
         if new is not node:
+            types.same_as(new, node)
             if node is tree:
                 tree = new
             else:
@@ -179,5 +180,5 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Stddev: tr.float_only, exp.StddevSamp: tr.float_only, exp.StddevPop: tr.float_only,
     exp.Variance: tr.float_only, exp.VariancePop: tr.float_only, exp.Concat: tr.concat,
     exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc,
-    **{op: tr.quantified_subquery for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
+    **{op: tr.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
 }

@@ -79,6 +79,11 @@ class Types:
     def __init__(self) -> None:
         self._memo: dict[int, PgType | None] = {}
 
+    def same_as(self, new: exp.Expression, old: exp.Expression) -> None:
+        """`new` replaces `old` in the tree and has its type (a rewrite keeps the meaning)."""
+        if id(new) not in self._memo:
+            self._memo[id(new)] = self.of(old)
+
     def of(self, e: exp.Expression | None) -> PgType | None:
         if e is None:
             return None
@@ -259,6 +264,8 @@ class Types:
             return T.TIMESTAMPTZ
         if isinstance(e, exp.Anonymous) and e.name.lower() == "make_dt_interval":
             return T.INTERVAL  # a folded interval literal
+        if isinstance(e, exp.Anonymous) and e.name.lower() == "mz_now":
+            return T.MZ_TIMESTAMP
         return None
 
 

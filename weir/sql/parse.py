@@ -156,7 +156,7 @@ def name_parts(text: str) -> list[str]:
     return parts
 
 
-def _string_literal(text: str) -> str:
+def string_literal(text: str) -> str:
     text = text.strip()
     if len(text) >= 2 and text[0] == "'" and text[-1] == "'":
         return text[1:-1].replace("''", "'")
@@ -338,12 +338,12 @@ def _parse_set_words(text: str) -> st.Statement:
     if name in ("transaction", "session"):
         return st.SetVariable(text, "transaction_isolation", _isolation(raw), local)
     if name == "names":
-        return st.SetVariable(text, "client_encoding", _string_literal(raw), local)
+        return st.SetVariable(text, "client_encoding", string_literal(raw), local)
     if name == "time" and raw.upper().startswith("ZONE"):
-        return st.SetVariable(text, "timezone", _string_literal(raw[4:].strip()), local)
+        return st.SetVariable(text, "timezone", string_literal(raw[4:].strip()), local)
     if raw.upper() == "DEFAULT":
         return st.SetVariable(text, name, None, local)
-    values = [_string_literal(v.strip()) for v in split_commas(raw)]
+    values = [string_literal(v.strip()) for v in split_commas(raw)]
     return st.SetVariable(text, name, ", ".join(values), local)
 
 
@@ -380,18 +380,13 @@ def _isolation(raw: str) -> str:
     return _WS.sub(" ", m.group(1).strip()).lower()
 
 
-_SHOW_OBJECTS = {
-    "TABLES": "tables", "VIEWS": "views", "OBJECTS": "objects", "CLUSTERS": "clusters",
-    "SCHEMAS": "schemas", "DATABASES": "databases", "ROLES": "roles", "SOURCES": "sources",
-    "INDEXES": "indexes",
-}
-
-
 def _parse_special(text: str, head: str) -> st.Statement | None:
     words = _words(text)
     upper = [w.upper() for w in words]
     if head == "SHOW":
-        return _parse_show(text, words, upper)
+        from weir.sql.parse_show import parse_show
+
+        return parse_show(text, words, upper)
     if head == "SET":
         if len(upper) > 1 and upper[1] == "TRANSACTION":
             return st.SetVariable(text, "transaction_isolation", _isolation(" ".join(words[2:])), True)
@@ -536,7 +531,7 @@ def _role_options(words: list[str]) -> st.RoleOptions:
             rest = " ".join(words[i:])
             m = re.match(r"^('(?:[^']|'')*')(.*)$", rest, re.DOTALL)
             if m:
-                opts.password = _string_literal(m.group(1))
+                opts.password = string_literal(m.group(1))
                 words = words[:i] + _words(m.group(2)) if m.group(2).strip() else words[:i]
                 i -= 1
             elif words[i].upper() == "NULL":
@@ -559,40 +554,3 @@ def _parse_grant(text: str, words: list[str], upper: list[str], revoke: bool) ->
     if not roles or not members:
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in {'REVOKE' if revoke else 'GRANT'}")
     return st.GrantRole(text, roles, members, revoke)
-
-
-def _parse_show(text: str, words: list[str], upper: list[str]) -> st.Statement:
-    if len(words) < 2:
-        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error at end of input")
-    rest_upper = upper[1:]
-    what = None
-    consumed = 1
-    if rest_upper[:2] == ["CLUSTER", "REPLICAS"]:
-        what, consumed = "cluster replicas", 2
-    elif rest_upper[0] in ("COLUMNS",):
-        what = "columns"
-    elif rest_upper[0] in _SHOW_OBJECTS:
-        what = _SHOW_OBJECTS[rest_upper[0]]
-    if what is None:
-        if len(words) != 2:
-            raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{words[2]}\"")
-        return st.ShowVariable(text, ident(words[1]))
-    tail_words = words[1 + consumed:]
-    tail_upper = [w.upper() for w in tail_words]
-    show = st.ShowObjects(text, what)
-    i = 0
-    while i < len(tail_words):
-        if tail_upper[i] in ("FROM", "IN", "ON") and i + 1 < len(tail_words):
-            show.from_name = name_parts(tail_words[i + 1])
-            i += 2
-        elif tail_upper[i] == "LIKE" and i + 1 < len(tail_words):
-            show.like = _string_literal(" ".join(tail_words[i + 1:]))
-            break
-        elif tail_upper[i] == "WHERE":
-            show.where = " ".join(tail_words[i + 1:])
-            break
-        else:
-            raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{tail_words[i]}"')
-    if what == "columns" and not show.from_name:
-        raise WeirError(SqlState.SYNTAX_ERROR, "SHOW COLUMNS requires FROM <object>")
-    return show

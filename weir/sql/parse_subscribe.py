@@ -14,6 +14,9 @@ from weir.sql import statements as st
 _SUB = re.compile(r"^SUBSCRIBE\s+(?:TO\s+)?(?P<body>.*)$", re.IGNORECASE | re.DOTALL)
 _UP_TO = re.compile(r"\s+UP\s+TO\s+(?P<expr>[^;]+?)\s*$", re.IGNORECASE | re.DOTALL)
 _WITH = re.compile(r"\s+WITH\s*\((?P<opts>[^)]*)\)\s*$", re.IGNORECASE | re.DOTALL)
+_ENVELOPE = re.compile(r"\s+ENVELOPE\s+(?P<kind>UPSERT|DEBEZIUM)\s*\(\s*KEY\s*\((?P<key>[^)]*)\)\s*\)\s*$",
+                       re.IGNORECASE | re.DOTALL)
+_WITHIN = re.compile(r"\s+WITHIN\s+TIMESTAMP\s+ORDER\s+BY\s+", re.IGNORECASE)
 _AS_OF = re.compile(r"\s+AS\s+OF\s+(?P<least>AT\s+LEAST\s+)?(?P<expr>[^;]+?)\s*$", re.IGNORECASE | re.DOTALL)
 
 
@@ -62,7 +65,7 @@ def parse_subscribe(text: str) -> st.Subscribe:
                 else:
                     raise WeirError(SqlState.SYNTAX_ERROR, f"unknown SUBSCRIBE option {name}")
             body, changed = body[:w.start()], True
-    body = body.strip()
+    body = _output_format(body, out).strip()
     if body.startswith("("):
         if not body.endswith(")"):
             raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in SUBSCRIBE: unbalanced parentheses")
@@ -80,6 +83,48 @@ def parse_subscribe(text: str) -> st.Subscribe:
             raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{body.split()[0] if body else ""}"') from None
         out.query = table  # type: ignore[assignment]
     return out
+
+
+def _outside(text: str, at: int) -> bool:
+    """Whether position `at` is outside parentheses and string literals."""
+    prefix = text[:at]
+    return prefix.count("'") % 2 == 0 and prefix.count("(") == prefix.count(")")
+
+
+def _output_format(body: str, out: st.Subscribe) -> str:
+    """ENVELOPE UPSERT | DEBEZIUM (KEY (...)) or WITHIN TIMESTAMP ORDER BY ..., off the end."""
+    within = [m for m in _WITHIN.finditer(body) if _outside(body, m.start())]
+    if within:
+        m = within[-1]
+        try:
+            q = sqlglot.parse_one(f"SELECT 1 ORDER BY {body[m.end():]}", read="postgres")
+        except (ParseError, TokenError):
+            raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in WITHIN TIMESTAMP ORDER BY") from None
+        order = q.args.get("order")
+        if order is None or not isinstance(q, exp.Select) or any(
+                q.args.get(k) for k in ("limit", "offset", "where")):
+            raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in WITHIN TIMESTAMP ORDER BY")
+        out.within_order = list(order.expressions)
+        body = body[:m.start()]
+    if (e := _ENVELOPE.search(body)) is not None and _outside(body, e.start()):
+        if out.within_order:
+            raise WeirError(SqlState.SYNTAX_ERROR,
+                            "SUBSCRIBE takes ENVELOPE or WITHIN TIMESTAMP ORDER BY, not both")
+        out.envelope = e.group("kind").lower()
+        out.envelope_key = [_column_name(k) for k in e.group("key").split(",")]
+        body = body[:e.start()]
+    return body
+
+
+def _column_name(text: str) -> str:
+    text = text.strip()
+    if not text:
+        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in ENVELOPE ... (KEY (...)): empty column name")
+    if text.startswith('"') and text.endswith('"') and len(text) >= 2:
+        return text[1:-1].replace('""', '"')
+    if not re.fullmatch(r"[A-Za-z_][\w$]*", text):
+        raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{text}" in ENVELOPE KEY')
+    return text.lower()
 
 
 _DECLARE = re.compile(r"^DECLARE\s+(?P<name>\"[^\"]+\"|\w+)\s+(?:(?:NO\s+)?SCROLL\s+)?CURSOR\s+"

@@ -13,6 +13,7 @@ from typing import Any
 from sqlglot import exp
 
 from weir import types as T
+from weir.compute.protocol import MZ_NOW_PARAMETER
 from weir.errors import SqlState, WeirError
 from weir.sql.joins import group_comma_joins
 from weir.types import PgType
@@ -33,6 +34,17 @@ class SessionContext:
     setting: Callable[[str], str] | None = None
     # what the statement-history views show: 'all' (superuser), 'redacted' (mz_monitor), 'own'
     statement_log_access: str = "own"
+    # the search_path's schemas that exist (current_schema, current_schemas); None: all of them
+    existing_schemas: Callable[[], list[str]] | None = None
+    # mz_now() is the parameter of the time a dataflow computes (a temporal filter, weir.sql.temporal)
+    mz_now_parameter: bool = False
+
+    def schemas(self) -> list[str]:
+        return self.search_path if self.existing_schemas is None else self.existing_schemas()
+
+
+# Searched before the search_path, as in Materialize (current_schemas(true) lists them).
+IMPLICIT_SCHEMAS = ("mz_catalog", "pg_catalog")
 
 
 def output_name(e: exp.Expression) -> str:
@@ -55,7 +67,7 @@ def output_name(e: exp.Expression) -> str:
     if isinstance(e, exp.CurrentVersion):
         return "version"
     if isinstance(e, exp.Anonymous):
-        return e.name.lower()
+        return e.meta.get("weir_output_name") or e.name.lower()
     if isinstance(e, (exp.CurrentUser, exp.SessionUser)):
         return "current_user" if isinstance(e, exp.CurrentUser) else "session_user"
     if isinstance(e, exp.Func):
@@ -119,6 +131,8 @@ def session_function_type(node: exp.Expression) -> PgType | None:
         return T.TEXT
     if isinstance(node, exp.CurrentTimestamp):
         return T.TIMESTAMPTZ
+    if isinstance(node, exp.CurrentSchemas):
+        return T.TEXT_ARRAY
     if isinstance(node, exp.Anonymous):
         fname = node.name.lower()
         if fname == "mz_now":
@@ -144,10 +158,15 @@ def _session_value(node: exp.Expression, ctx: SessionContext) -> exp.Expression:
     if isinstance(node, exp.CurrentDatabase):
         return exp.Literal.string(ctx.database)
     if isinstance(node, exp.CurrentSchema):
-        return exp.Literal.string(ctx.search_path[0] if ctx.search_path else "")
+        first = ctx.schemas()[:1]
+        return exp.Literal.string(first[0]) if first else literal(None, T.TEXT)
     if isinstance(node, exp.CurrentTimestamp):
         return literal(ctx.statement_time, T.TIMESTAMPTZ)
+    if isinstance(node, exp.CurrentSchemas):
+        return literal(_current_schemas(node, ctx), T.TEXT_ARRAY)
     fname = node.name.lower()
+    if fname == "mz_now" and ctx.mz_now_parameter:
+        return exp.Cast(this=exp.Placeholder(this=MZ_NOW_PARAMETER), to=exp.DataType.build("BIGINT"))
     if fname == "mz_now":
         if ctx.timestamp is None:
             raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "mz_now() is not available here")
@@ -161,6 +180,22 @@ def _session_value(node: exp.Expression, ctx: SessionContext) -> exp.Expression:
     if ctx.setting is not None:  # current_setting('name')
         return exp.Literal.string(ctx.setting(node.expressions[0].this))
     return node
+
+
+def _current_schemas(node: exp.CurrentSchemas, ctx: SessionContext) -> list[str] | None:
+    """current_schemas(include_implicit): the search path's existing schemas, after the
+    implicitly searched ones when asked for (PostgreSQL leaves out those already listed)."""
+    arg = node.this
+    while isinstance(arg, (exp.Paren, exp.Cast)):
+        arg = arg.this
+    if isinstance(arg, exp.Null):
+        return None
+    if not isinstance(arg, exp.Boolean):
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        "current_schemas() takes a boolean constant (true or false) here")
+    schemas = ctx.schemas()
+    implicit = [s for s in IMPLICIT_SCHEMAS if s not in schemas] if arg.this else []
+    return implicit + schemas
 
 
 def substitute_session_functions(expr: exp.Expression, ctx: SessionContext) -> exp.Expression:
@@ -183,8 +218,11 @@ def mark_session_functions(expr: exp.Expression) -> tuple[exp.Expression, list[e
         if t is None:
             return node
         calls.append(node.copy())
-        return exp.Cast(this=exp.Placeholder(this=f"weir_s{len(calls)}"),
-                        to=exp.DataType.build(t.spark_ddl, dialect="spark"))
+        # mz_timestamp keeps its name (Spark's BIGINT when rendered): comparisons with
+        # timestamps compare milliseconds (weir.sql.translate.comparison)
+        to = (exp.DataType.build("mz_timestamp", udt=True) if t.oid == T.MZ_TIMESTAMP.oid
+              else exp.DataType.build(t.spark_ddl, dialect="spark"))
+        return exp.Cast(this=exp.Placeholder(this=f"weir_s{len(calls)}"), to=to)
 
     out = expr.transform(visit)
     return out, calls
@@ -398,9 +436,11 @@ def _spark_types(expr: exp.Expression) -> exp.Expression:
     """PostgreSQL types whose bare Spark rendering means something else: an
     unconstrained `numeric` is Spark's DECIMAL(10,0), which rounds 1.5 to 2; weir's
     numeric is DECIMAL(38,10) everywhere else (columns, parameters). `timestamp` is
-    Spark's TIMESTAMP, a timestamp with time zone: PostgreSQL's is TIMESTAMP_NTZ."""
+    Spark's TIMESTAMP, a timestamp with time zone: PostgreSQL's is TIMESTAMP_NTZ. weir's
+    own types (mz_timestamp) are their Spark types."""
     def retyped(d: exp.DataType) -> bool:
-        return (d.this == exp.DataType.Type.DECIMAL and not d.expressions) or d.this == exp.DataType.Type.TIMESTAMP
+        return ((d.this == exp.DataType.Type.DECIMAL and not d.expressions) or d.this == exp.DataType.Type.TIMESTAMP
+                or d.this == exp.DataType.Type.USERDEFINED)
 
     if not any(retyped(d) for d in expr.find_all(exp.DataType)):
         return expr
@@ -410,6 +450,9 @@ def _spark_types(expr: exp.Expression) -> exp.Expression:
             return exp.DataType.build(T.NUMERIC.spark_ddl, dialect="spark")
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.TIMESTAMP:
             return exp.DataType.build("TIMESTAMP_NTZ", dialect="spark")
+        if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.USERDEFINED:
+            t = pg_type_of_datatype(node)  # weir's own types (mz_timestamp): their Spark type
+            return exp.DataType.build(t.spark_ddl, dialect="spark") if t is not None else node
         return node
 
     return expr.copy().transform(visit)

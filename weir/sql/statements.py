@@ -158,10 +158,13 @@ class ShowVariable(Statement):
 
 @dataclass
 class ShowObjects(Statement):
-    """SHOW TABLES / VIEWS / OBJECTS / CLUSTERS / CLUSTER REPLICAS / COLUMNS FROM / ..."""
+    """SHOW TABLES / VIEWS / MATERIALIZED VIEWS / INDEXES / OBJECTS / CLUSTERS / CLUSTER REPLICAS /
+    COLUMNS FROM / ..."""
 
-    what: str = ""  # tables, views, objects, clusters, cluster replicas, columns, schemas, databases, roles
-    from_name: list[str] | None = None
+    what: str = ""  # tables, views, materialized views, indexes, sources, objects, clusters, ...
+    from_name: list[str] | None = None  # FROM schema (FROM object for COLUMNS, cluster for REPLICAS)
+    on_name: list[str] | None = None  # SHOW INDEXES ON object
+    in_cluster: str | None = None  # IN CLUSTER c
     like: str | None = None
     where: str | None = None
 
@@ -308,13 +311,18 @@ class CreateSource(Statement):
 
 @dataclass
 class Subscribe(Statement):
-    """SUBSCRIBE [TO] relation | (query) [WITH (SNAPSHOT, PROGRESS)] [AS OF [AT LEAST] t] [UP TO t]."""
+    """SUBSCRIBE [TO] relation | (query) [ENVELOPE UPSERT | DEBEZIUM (KEY (col, ...)) |
+    WITHIN TIMESTAMP ORDER BY col [ASC | DESC] [NULLS FIRST | LAST], ...]
+    [WITH (SNAPSHOT, PROGRESS)] [AS OF [AT LEAST] t] [UP TO t]."""
 
     query: exp.Query = field(repr=False, default=None)  # type: ignore[assignment]
     snapshot: bool = True
     progress: bool = False
     as_of: AsOf | None = None
     up_to: exp.Expression | None = None
+    envelope: str | None = None  # "upsert" or "debezium"
+    envelope_key: list[str] = field(default_factory=list)
+    within_order: list[exp.Ordered] = field(default_factory=list)
 
     @property
     def kind(self) -> str:

@@ -376,6 +376,10 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression:
     does (Spark's DECIMAL(38,10) would print ten fractional digits); float to text prints
     PostgreSQL's digits (a replica UDF, weir.codec.spark_udfs), not Java's."""
     to = node.to
+    if to.this == exp.DataType.Type.USERDEFINED and str(to.args.get("kind") or "").lower() == "mz_timestamp":
+        source = types.of(node.this)
+        if infer.is_timestamp(source) or infer.is_date(source):
+            return exp.Cast(this=_epoch_millis(node.this), to=to)
     if isinstance(node.this, exp.IntDiv) and to.this == exp.DataType.Type.DECIMAL and not to.expressions:
         return exp.Cast(this=node.this, to=exp.DataType.build("DECIMAL(38,0)"))
     if to.this in _INT_TYPES:
@@ -404,6 +408,25 @@ def timestamp_trunc(node: exp.Expression, types: Types) -> exp.Expression:
     if source is not None and source.oid == T.TIMESTAMP.oid:
         return exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
     return node
+
+
+def comparison(node: exp.Expression, types: Types) -> exp.Expression:
+    """mz_timestamp compared with a date or timestamp compares milliseconds since the
+    epoch (Materialize casts the other side to mz_timestamp); quantified subqueries."""
+    a, b = types.of(node.this), types.of(node.expression)
+    for side, mine, other in (("this", a, b), ("expression", b, a)):
+        if _is_mz_timestamp(other) and (infer.is_timestamp(mine) or infer.is_date(mine)):
+            node.set(side, _epoch_millis(node.args[side]))
+    return quantified_subquery(node, types)
+
+
+def _is_mz_timestamp(t: T.PgType | None) -> bool:
+    return t is not None and t.oid == T.MZ_TIMESTAMP.oid
+
+
+def _epoch_millis(x: exp.Expression) -> exp.Expression:
+    """A date or timestamp as mz_timestamp (the session's time zone is UTC on replicas)."""
+    return _spark("unix_millis(CAST({x} AS TIMESTAMP_LTZ))", x=x)
 
 
 def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:

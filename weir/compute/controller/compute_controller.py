@@ -355,15 +355,16 @@ class ComputeController:
     async def create_dataflow(self, cluster_id: str, dataflow_id: str, sql: str,
                               inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
                               strategy: str = "recompute", index: Mapping[str, Any] | None = None,
-                              errors_shard_id: str | None = None) -> str:
+                              errors_shard_id: str | None = None, thresholds_sql: str | None = None) -> str:
         """Install a materialized-view dataflow on every replica of the cluster, now and
         whenever one (re)connects. Returns once a replica accepted it, with the strategy it
         runs ("linear" falls back to "recompute" for non-linear queries); raises WeirError
         if the query cannot run. `inputs`: [{"name", "shard_id", "columns"?}]. An index passes
         `index` (its export: keys, columns, direct) and no output shard. A view passing
-        `errors_shard_id` has its query's data errors recorded there instead of retried."""
+        `errors_shard_id` has its query's data errors recorded there instead of retried; one
+        with a temporal filter passes the query of its rows' flip times (`thresholds_sql`)."""
         return await self._dataflows.create(cluster_id, dataflow_id, sql, inputs, output_shard_id,
-                                            as_of, strategy, index, errors_shard_id)
+                                            as_of, strategy, index, errors_shard_id, thresholds_sql)
 
     async def drop_dataflow(self, cluster_id: str, dataflow_id: str) -> None:
         """Uninstall it; returns once the connected replicas stopped it (or 30 s passed)."""

@@ -47,6 +47,7 @@ class InstalledDataflow:
     strategy: str
     index: dict[str, Any] | None = None  # an index's export (arrangement in replica memory)
     errors_shard_id: str | None = None  # a materialized view's runtime errors (as data)
+    thresholds_sql: str | None = None  # a temporal filter's flip times (weir.sql.temporal)
     since: int | None = None
     frontiers: dict[str, int] = field(default_factory=dict)  # replica id -> write frontier
     strategies: dict[str, str] = field(default_factory=dict)  # replica id -> strategy it runs
@@ -62,8 +63,11 @@ class InstalledDataflow:
             {"shard_id": self.output_shard_id}
         if self.errors_shard_id is not None:
             output["errors_shard_id"] = self.errors_shard_id
-        return {"type": P.CREATE_DATAFLOW, "dataflow_id": self.dataflow_id, "sql": self.sql,
-                "inputs": self.inputs, "output": output, "as_of": as_of, "strategy": self.strategy}
+        command = {"type": P.CREATE_DATAFLOW, "dataflow_id": self.dataflow_id, "sql": self.sql,
+                   "inputs": self.inputs, "output": output, "as_of": as_of, "strategy": self.strategy}
+        if self.thresholds_sql is not None:
+            command["thresholds_sql"] = self.thresholds_sql
+        return command
 
 
 class DataflowControl:
@@ -154,13 +158,14 @@ class DataflowControl:
     async def create(self, cluster_id: str, dataflow_id: str, sql: str,
                      inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
                      strategy: str, index: Mapping[str, Any] | None = None,
-                     errors_shard_id: str | None = None) -> str:
+                     errors_shard_id: str | None = None, thresholds_sql: str | None = None) -> str:
         if dataflow_id in self.dataflows:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
         conns = await self._ctl.ready_connections(cluster_id)
         df = InstalledDataflow(cluster_id, dataflow_id, sql, [dict(i) for i in inputs],
                                output_shard_id, int(as_of), strategy,
-                               dict(index) if index is not None else None, errors_shard_id)
+                               dict(index) if index is not None else None, errors_shard_id,
+                               thresholds_sql)
         df.created = asyncio.get_running_loop().create_future()
         self.dataflows[dataflow_id] = df
         command = df.command()

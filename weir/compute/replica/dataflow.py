@@ -48,10 +48,12 @@ import pyarrow as pa
 
 from weir.compute import protocol as P
 from weir.compute.replica import dataflow_io as io
+from weir.compute.replica import temporal
 from weir.compute.replica.dataflow_errors import ErrorStream, data_error, state_of
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import translate
 from weir.compute.replica.linear import NotLinear, linear_rewrite
+from weir.compute.replica.temporal import Thresholds
 from weir.errors import SqlState, WeirError
 from weir.storage.persist import Fenced, Shard, ShardStore, UpperMismatch
 from weir.storage.schema import Column
@@ -85,6 +87,7 @@ class DataflowSpec:
     strategy: str
     index: IndexExport | None = field(default=None, hash=False)
     errors_shard_id: str | None = None  # where runtime errors go (None: retried like any failure)
+    thresholds_sql: str | None = None  # a temporal filter's flips (weir.compute.replica.temporal)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> DataflowSpec:
@@ -99,7 +102,8 @@ class DataflowSpec:
             spec = cls(str(body["dataflow_id"]), str(body["sql"]), tuple(inputs),
                        "" if index is not None else str(output["shard_id"]), int(body["as_of"]),
                        str(body.get("strategy") or RECOMPUTE), dict(index) if index is not None else None,
-                       str(output["errors_shard_id"]) if output.get("errors_shard_id") else None)
+                       str(output["errors_shard_id"]) if output.get("errors_shard_id") else None,
+                       str(body["thresholds_sql"]) if body.get("thresholds_sql") else None)
         except (KeyError, TypeError, ValueError) as e:
             raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed CreateDataflow: {e!r}") from None
         if spec.strategy not in STRATEGIES:
@@ -109,8 +113,9 @@ class DataflowSpec:
 
     def same_definition(self, other: DataflowSpec) -> bool:
         return (self.sql, self.inputs, self.output_shard_id, self.strategy, self.index,
-                self.errors_shard_id) == (other.sql, other.inputs, other.output_shard_id,
-                                          other.strategy, other.index, other.errors_shard_id)
+                self.errors_shard_id, self.thresholds_sql) == (
+            other.sql, other.inputs, other.output_shard_id, other.strategy, other.index,
+            other.errors_shard_id, other.thresholds_sql)
 
 
 class Host(Protocol):
@@ -155,6 +160,8 @@ class Dataflow:
         self._error: str | None = None
         self._errs: ErrorStream | None = None  # the view's errors shard (runtime errors as data)
         self._narrow = False  # a data error in a multi-time step: find its time, one at a time
+        self._thresholds = (Thresholds(spec.thresholds_sql, engine.new_session, MAX_TIMES_PER_STEP + 1)
+                            if spec.thresholds_sql else None)
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -180,7 +187,7 @@ class Dataflow:
                             f"the query has {width} columns but output shard "
                             f"{spec.output_shard_id} has {len(self._out.columns)}")
         self.columns = [f.name for f in self._schema.fields]
-        if spec.strategy == LINEAR:
+        if spec.strategy == LINEAR and self._thresholds is None:  # a temporal filter recomputes
             self._linear_sql = self._linear()
         self.effective_strategy = LINEAR if self._linear_sql else RECOMPUTE
         self.prepared = True
@@ -203,7 +210,7 @@ class Dataflow:
             session = self.engine.new_session()
             for inp in self._inputs:
                 io.contents_view(session, [], inp.columns, 0).createOrReplaceTempView(inp.name)
-            return session.sql(self.spec.sql).schema
+            return temporal.query(session, self.spec.sql, self.spec.as_of, self._thresholds is not None).schema
         except Exception as e:
             raise translate(e) from None
 
@@ -288,6 +295,8 @@ class Dataflow:
 
     def _failed(self, err: WeirError) -> None:
         log.warning("dataflow %s: %s", self.spec.dataflow_id, err)
+        if self._thresholds is not None:
+            self._thresholds.forget()
         self._drop_prev()  # it may depend on files or blocks that are gone
         text = f"{err.sqlstate}:{err.message}"
         if text != self._error:
@@ -348,6 +357,9 @@ class Dataflow:
         times = {max(t, floor) for p in plans for t in p.times}
         if lower <= self.spec.as_of:
             times.add(floor)  # hydration: the snapshot at as_of
+        if self._thresholds is not None:  # a temporal filter: the times its rows flip too
+            times |= self._thresholds.times(lambda session, t: self._bind(session, plans, t),
+                                            max(lower, floor), upper, sorted(times))
         ordered = sorted(times)
         # after an error the output lacks that time's changes: recompute (never linear) until clean
         erring = self._errs is not None and (bool(self._errs.current()) or self._errs.ahead_of(lower))
@@ -355,6 +367,8 @@ class Dataflow:
         more = len(ordered) > limit
         if more:
             upper, ordered = ordered[limit], ordered[:limit]
+            if self._thresholds is not None:
+                self._thresholds.forget()  # it looked past the shortened interval
         updates: pa.Table | None = None
         result: Any = None
         failed: WeirError | None = None
@@ -416,9 +430,9 @@ class Dataflow:
         try:
             for t in times:
                 session = self.engine.new_session()
-                for inp, p in zip(self._inputs, plans, strict=True):
-                    io.contents_view(session, p.files, inp.columns, t).createOrReplaceTempView(inp.name)
-                results.append(io.counted(session.sql(self.spec.sql), self._schema).cache())
+                self._bind(session, plans, t)
+                query = temporal.query(session, self.spec.sql, t, self._thresholds is not None)
+                results.append(io.counted(query, self._schema).cache())
             parts, before = [], prev
             for t, r in zip(times, results, strict=True):
                 parts.append(io.difference(before, r, width).withColumn(io.TIME, F.lit(t).cast("bigint")))
@@ -431,6 +445,11 @@ class Dataflow:
         for r in results[:-1]:
             _release(r)
         return io.output_updates(data, self._out.columns), results[-1]
+
+    def _bind(self, session: Any, plans: list[io.Plan], t: int) -> None:
+        """The inputs' temp views as of `t`."""
+        for inp, p in zip(self._inputs, plans, strict=True):
+            io.contents_view(session, p.files, inp.columns, t).createOrReplaceTempView(inp.name)
 
     def _apply_linear(self, plans: list[io.Plan], lower: int, upper: int) -> pa.Table:
         session = self.engine.new_session()
@@ -482,6 +501,8 @@ class Dataflow:
                 self._drop_prev()
         if self._errs is not None:
             self._errs.forget()
+        if self._thresholds is not None:
+            self._thresholds.forget()  # the inputs may have changed in what was skipped
         self._advance_to(current)
 
     def _drop_prev(self) -> None:
