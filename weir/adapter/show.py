@@ -105,12 +105,12 @@ def _indexes(session: Session, show: st.ShowObjects) -> str:
     else:
         where = "true"
     return ("SELECT i.name AS name, o.name AS \"on\", c.name AS cluster, "
-            "coalesce(array_agg(coalesce(col.name, ic.on_expression) ORDER BY ic.index_position) "
-            "FILTER (WHERE ic.index_position IS NOT NULL), ARRAY[]::text[]) AS key, '' AS comment "
+            "array_agg(coalesce(col.name, ic.on_expression) ORDER BY ic.index_position) AS key, "
+            "'' AS comment "
             "FROM mz_catalog.mz_indexes i JOIN mz_catalog.mz_objects io ON io.id = i.id "
             "JOIN mz_catalog.mz_objects o ON o.id = i.on_id "
             "LEFT JOIN mz_catalog.mz_clusters c ON c.id = i.cluster_id "
-            "LEFT JOIN mz_catalog.mz_index_columns ic ON ic.index_id = i.id "
+            "JOIN mz_catalog.mz_index_columns ic ON ic.index_id = i.id "
             "LEFT JOIN mz_catalog.mz_columns col ON col.id = i.on_id AND col.position = ic.on_position "
             f"WHERE {where}{_in_cluster(session, show)} GROUP BY i.id, i.name, o.name, c.name")
 

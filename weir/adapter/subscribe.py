@@ -96,6 +96,10 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
             if up_to is not None and up_to <= as_of:
                 return
             if direct is not None:
+                # a materialized view may not have reached as_of yet: its snapshot then would
+                # miss what it writes at times up to as_of, which the updates after it skip
+                while upper() <= as_of:
+                    await asyncio.sleep(POLL_S)
                 await coord.dataflow_errors.check([direct.shard_id], as_of)  # a view's runtime errors
                 current = _counts(await coord.storage.snapshot(direct.shard_id, as_of), names)  # type: ignore[arg-type]
             else:
