@@ -142,3 +142,15 @@ def test_fast_path_filters_keep_their_negations(catalog: Catalog, where: str, fl
     assert plan is not None
     bound = fast_path.bind(plan, [], [])
     assert bound is not None and bound.body["filter"] == flt
+
+
+def test_integer_division_truncates_through_views_and_batches(catalog: Catalog) -> None:
+    """Integer / integer is Spark's `div` wherever weir's inference knows both operands are
+    integers: through an inlined view, `SELECT *` and the branches of a UNION ALL (a
+    materialized view over an indexed view once divided as doubles: 1 / 2 gave 0.5)."""
+    p = _plan(catalog, "SELECT 1 AS q, CAST(c AS text) AS c FROM (SELECT a / 2 AS c FROM v) x "
+                       "UNION ALL SELECT 2, CAST(a / -2 AS text) FROM (SELECT * FROM v) z "
+                       "UNION ALL SELECT 3, CAST(a / 2.0 AS text) FROM t")
+    assert p.spark is not None
+    sql = p.spark.template.render([], SessionContext())
+    assert sql.count(" DIV ") == 2 and sql.count(" / ") == 1, sql

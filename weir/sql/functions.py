@@ -174,7 +174,7 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Log: tr.log, exp.Ln: tr.ln, exp.Exp: tr.exp_, exp.Sqrt: tr.sqrt, exp.Pow: tr.power,
     exp.ArrayAgg: tr.array_agg, exp.ArrayConcat: tr.array_cat, exp.DPipe: tr.dpipe,
     exp.Sum: tr.sum_, exp.Avg: tr.avg, exp.Sub: tr.sub, exp.Add: tr.interval_output,
-    exp.Mul: tr.interval_output, exp.Div: tr.interval_output, exp.Mod: tr.mod,
+    exp.Mul: tr.interval_output, exp.Div: tr.division, exp.Mod: tr.mod,
     exp.Bracket: tr.subscript, exp.Extract: tr.extract, exp.Round: tr.round_,
     exp.Ceil: tr.ceil_floor, exp.Floor: tr.ceil_floor, exp.Substring: tr.substring,
     exp.Stddev: tr.float_only, exp.StddevSamp: tr.float_only, exp.StddevPop: tr.float_only,

@@ -32,7 +32,6 @@ from weir.sql.render import (
     pg_type_of_datatype,
     session_value_sql,
     to_spark,
-    typed_division,
     uses_session,
 )
 from weir.sql.resolve import RelationDesc, Resolved, Resolver, resolve
@@ -140,10 +139,6 @@ class ThroughIndexes:
         return RelationDesc(desc.id, desc.name, "view", desc.columns, shard_id=idx.id, oid=desc.oid)
 
 
-def spark_schema(inputs: dict[str, RelationDesc]) -> dict[str, dict[str, str]]:
-    return {d.spark_name: {c.name: c.type.spark_ddl for c in d.columns} for d in inputs.values()}
-
-
 def cast_hints(expr: exp.Expression) -> list[PgType | None]:
     """Per top-level projection, the type it is cast to, for types Spark cannot express
     (`x::uuid`, `'{}'::jsonb`, `n::mz_timestamp` come back from Spark as text or bigint)
@@ -194,7 +189,6 @@ def _spark_plan(expr: exp.Expression, types: list[PgType], resolver: Resolver, *
     resolved: Resolved = resolve(slotted, resolver, qualify=qualify)
     names = name_outputs(resolved.expr)
     body, calls = mark_session_functions(resolved.expr)
-    body = typed_division(body, spark_schema(resolved.inputs))
     template = SparkTemplate(to_spark(body), types, calls, bare)
     return SparkPlan(resolved.inputs, resolved.depends_on, names, template, resolved.qualified)
 

@@ -477,39 +477,3 @@ def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
         return node
 
     return expr.transform(visit)
-
-
-def typed_division(expr: exp.Expression, schema: dict[str, dict[str, str]]) -> exp.Expression:
-    """Integer / integer truncates in PostgreSQL but not in Spark: sqlglot renders a division
-    as a truncating one when both operands are typed as integers, so the operands' types
-    are annotated over the inputs' schemas. The types come from a qualified copy with stars
-    expanded (an inlined view is `SELECT *` over its inputs), but the query rendered is the
-    one written, whose output names and USING columns that expansion would change. Queries
-    sqlglot cannot qualify are left as they are (Spark reports their errors)."""
-    from sqlglot.optimizer.annotate_types import annotate_types
-    from sqlglot.optimizer.qualify import qualify
-
-    if not any(True for _ in expr.find_all(exp.Div)):
-        return expr
-    expr = expr.copy()
-    divisions = list(expr.find_all(exp.Div))
-    for n, d in enumerate(divisions):
-        d.meta["weir_division"] = n
-    annotated = None
-    for expand_stars in (True, False):
-        try:
-            q = qualify(expr.copy(), schema=schema, dialect="spark", quote_identifiers=False,
-                        expand_stars=expand_stars, validate_qualify_columns=False, identify=False)
-            annotated = annotate_types(q, schema=schema, dialect="spark")
-            break
-        except Exception:  # noqa: BLE001, S112 - best effort; the query as written is still correct Spark SQL
-            continue
-    if annotated is None:
-        return expr
-    integers = exp.DataType.INTEGER_TYPES
-    for d in annotated.find_all(exp.Div):
-        n = d.meta.get("weir_division")
-        if n is not None and d.left.is_type(*integers) and d.right.is_type(*integers):
-            divisions[n].left.type = d.left.type
-            divisions[n].right.type = d.right.type
-    return expr

@@ -207,6 +207,19 @@ def interval_output(node: exp.Expression, types: Types) -> exp.Expression:
     return node
 
 
+def division(node: exp.Expression, types: Types) -> exp.Expression:
+    """Integer / integer truncates toward zero in PostgreSQL, and Spark's `/` divides as
+    doubles: Spark's `div` (exact for bigints) in the wider operand type. The types come
+    from weir's own inference, which sees through inlined views and subqueries wherever
+    sqlglot's qualification (weir.sql.render.typed_division) gives up."""
+    a, b = types.of(node.this), types.of(node.expression)
+    if infer.is_int(a) and infer.is_int(b) and a is not None and b is not None:
+        wider = max((a, b), key=lambda t: t.typlen)
+        return exp.Cast(this=exp.IntDiv(this=node.this, expression=node.expression),
+                        to=exp.DataType.build(wider.spark_ddl, dialect="spark"))
+    return interval_output(node, types)
+
+
 def _no_interval_output(node: exp.Expression, types: Types) -> None:
     if not infer.is_interval(types.of(node)):
         return
