@@ -14,7 +14,7 @@ str (jsonb text), list (arrays), int (mz_timestamp).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
@@ -48,7 +48,16 @@ class PgType:
     def sql(self) -> str:
         if self.name == "numeric" and self.precision is not None:
             return f"numeric({self.precision},{self.scale or 0})"
+        if self.length is not None:
+            return f"{self.name}({self.length})"
+        if self.oid == 1042:
+            return "bpchar"  # `character` alone is character(1)
         return self.name
+
+    @property
+    def length(self) -> int | None:
+        """n of character(n) / character varying(n)."""
+        return self.typmod - 4 if self.oid in (1042, 1043) and self.typmod >= 4 else None
 
 
 _BASE: list[PgType] = [
@@ -110,6 +119,7 @@ FLOAT8 = BY_NAME["double precision"]
 NUMERIC = BY_NAME["numeric"]
 TEXT = BY_NAME["text"]
 VARCHAR = BY_NAME["character varying"]
+BPCHAR = BY_NAME["character"]
 DATE = BY_NAME["date"]
 TIMESTAMP = BY_NAME["timestamp"]
 TIMESTAMPTZ = BY_NAME["timestamp with time zone"]
@@ -140,6 +150,21 @@ def numeric(precision: int | None, scale: int | None) -> PgType:
     )
 
 
+MAX_LENGTH = 10_485_760  # PostgreSQL's limit for character(n) / character varying(n)
+
+
+def character(base: PgType, length: int | None) -> PgType:
+    """character(n) or character varying(n) (None: no limit)."""
+    if length is None:
+        return base
+    short = "varchar" if base.oid == 1043 else "char"
+    if length < 1:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f"length for type {short} must be at least 1")
+    if length > MAX_LENGTH:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f"length for type {short} cannot exceed {MAX_LENGTH}")
+    return replace(base, typmod=length + 4)
+
+
 _TYPE_RE = re.compile(r"^\s*([a-z_ ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(\[\s*\]|\s+list)?\s*$")
 
 
@@ -148,10 +173,14 @@ def parse_type(sql_name: str) -> PgType:
     m = _TYPE_RE.match(sql_name.lower())
     if not m:
         raise WeirError(SqlState.UNDEFINED_OBJECT, f'type "{sql_name}" does not exist')
-    base, p, s, arr = m.group(1).strip(), m.group(2), m.group(3), m.group(4)
-    base = _ALIASES.get(base, base)
+    written, p, s, arr = m.group(1).strip(), m.group(2), m.group(3), m.group(4)
+    base = _ALIASES.get(written, written)
     if base == "numeric":
         t = numeric(int(p) if p else None, int(s) if s else None)
+    elif base in ("character", "character varying"):
+        # `char` / `character` without a length is character(1); bpchar has no limit
+        length = int(p) if p else (1 if written in ("char", "character") else None)
+        t = character(BY_NAME[base], length)
     elif base in BY_NAME and base != "unknown":
         t = BY_NAME[base]
     else:

@@ -14,7 +14,9 @@ from tests.pg_server import pg_server  # noqa: F401
 
 SETUP = ["CREATE TABLE sem_t (x int, f float8, ts timestamp)",
          "INSERT INTO sem_t VALUES (1, 100, '2024-01-01 00:00:00'), (NULL, 10, '2024-01-01 13:05:00'), "
-         "(3, NULL, NULL)"]
+         "(3, NULL, NULL)",
+         "CREATE TABLE sem_c (c char(4), v varchar(4))",
+         "INSERT INTO sem_c VALUES ('ab', 'ab'), ('abcd', 'abc '), (NULL, NULL)"]
 
 SAME = [
     "SELECT log(100.0)",
@@ -31,6 +33,10 @@ SAME = [
     "SELECT (f / 4)::int, (f / 4)::numeric::int, (x + 0.5)::int, (x * 1.5::float8)::int FROM sem_t",
     "SELECT date_trunc('month', ts), date_trunc('hour', ts) FROM sem_t",
     "SELECT f::text, f || 'x', (f / 3)::text, (f * 1e20)::text, (f / 1e7)::text, (f / 3)::real::text FROM sem_t",
+    # character(n) shows its padding; comparisons, length() and casts to text do not see it
+    "SELECT c, v, length(c), c || '|', c = 'ab', c::text, v || '|' FROM sem_c",
+    "SELECT 'abcdef'::varchar(4), 'ab'::char(4), 'xyz'::char(2), 'q'::char",
+    "SELECT v::char(6), c::varchar(3), x::char(3) FROM sem_c, sem_t WHERE x = 1",
 ]
 
 
@@ -115,6 +121,19 @@ def test_refused_not_approximated(both, sql: str) -> None:  # noqa: ANN001
         w.execute(sql)
     assert info.value.sqlstate == "0A000"
     w.execute("ROLLBACK") if w.info.transaction_status else None
+
+
+def test_character_length_limits_as_postgres(both) -> None:  # noqa: ANN001
+    """Storing a value longer than character(n) / character varying(n) fails (22001) unless
+    the excess is spaces; nothing is stored."""
+    for conn in both:
+        for sql in ("INSERT INTO sem_c VALUES ('abcde', NULL)", "INSERT INTO sem_c VALUES (NULL, 'abcde')"):
+            with pytest.raises(psycopg.Error) as info:
+                conn.execute(sql)
+            assert info.value.sqlstate == "22001", sql
+    w, p = both
+    assert (w.execute("SELECT count(*) FROM sem_c").fetchone() == p.execute("SELECT count(*) FROM sem_c").fetchone()
+            == (3,))
 
 
 def test_errors_without_internals(both) -> None:  # noqa: ANN001

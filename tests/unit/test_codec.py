@@ -45,6 +45,7 @@ from weir.types import (
     PgType,
     array_of,
     numeric,
+    parse_type,
 )
 
 UTC = dt.UTC
@@ -235,7 +236,7 @@ def test_float4_text(value: float, text: str) -> None:
     (NUMERIC, "1.50e1", Decimal("15.0")), (NUMERIC, "1e2", Decimal("100")), (NUMERIC, "-0.00", Decimal("0.00")),
     (NUMERIC, "inf", Decimal("Infinity")), (numeric(5, 2), "123.455", Decimal("123.46")),
     (numeric(5, 2), "-123.455", Decimal("-123.46")), (numeric(5, 2), "NaN", Decimal("NaN")),
-    (_with_typmod(VARCHAR, 3), "abc  ", "abc"), (_with_typmod(CHAR, 3), "a", "a  "), (NAME, "x" * 70, "x" * 63),
+    (_with_typmod(VARCHAR, 3), "abc  ", "abc"), (_with_typmod(CHAR, 3), "a  ", "a"), (NAME, "x" * 70, "x" * 63),
     (DATE, "20200102", dt.date(2020, 1, 2)), (DATE, "01/02/2020", dt.date(2020, 1, 2)),
     (DATE, "Jan 2, 2020", dt.date(2020, 1, 2)), (DATE, "2020-01-02 10:00", dt.date(2020, 1, 2)),
     (DATE, "2020-1-2", dt.date(2020, 1, 2)), (DATE, "epoch", dt.date(1970, 1, 1)),
@@ -275,6 +276,19 @@ def test_decode_text(t: PgType, text: str, value: Any) -> None:
 ])
 def test_interval_text(text: str, out: str) -> None:
     assert encode_text(decode_text(text.encode(), INTERVAL), INTERVAL) == out.encode()
+
+
+def test_character_n_is_kept_unpadded_and_shown_padded() -> None:
+    """character(n) keeps values without their padding (comparisons, length() and casts to
+    text see what PostgreSQL's bpchar operators see) and shows them padded to n."""
+    char3 = _with_typmod(CHAR, 3)
+    assert coerce("ab ", char3) == "ab" and decode_text(b"ab", char3) == "ab"
+    assert encode_text("ab", char3) == b"ab " and encode_binary("ab", char3) == b"ab "
+    with pytest.raises(WeirError) as e:
+        coerce("abcd", char3)
+    assert e.value.sqlstate == "22001"
+    assert parse_type("char(3)").length == 3 and parse_type("char").length == 1
+    assert parse_type("bpchar").length is None and parse_type("varchar(2)").sql() == "character varying(2)"
 
 
 def test_interval_binary_months_are_30_days() -> None:
@@ -425,7 +439,7 @@ def test_copy_text_row_matches_postgres() -> None:
     ("12", INT4, 12), (3.7, INT4, 4), (2.5, INT4, 3), (-2.5, INT4, -3), (Decimal("3.5"), INT2, 4),
     (7, INT8, 7), (12, TEXT, "12"), (True, TEXT, "true"), (Decimal("1.50"), TEXT, "1.5"), (1.5, TEXT, "1.5"),
     (dt.datetime(2020, 1, 1, 10, tzinfo=UTC), TEXT, "2020-01-01 10:00:00+00"), (dt.timedelta(days=1), TEXT, "1 day"),
-    ("abc   ", _with_typmod(VARCHAR, 3), "abc"), ("ab", _with_typmod(CHAR, 3), "ab "),
+    ("abc   ", _with_typmod(VARCHAR, 3), "abc"), ("ab ", _with_typmod(CHAR, 3), "ab"),
     (Decimal("123.455"), numeric(5, 2), Decimal("123.46")), (1e-10, numeric(5, 2), Decimal("0.00")),
     (0.1, NUMERIC, Decimal("0.1")), (3, NUMERIC, Decimal(3)), (Decimal("1E+2"), NUMERIC, Decimal("100")),
     (16777217, FLOAT4, 16777216.0), (Decimal("0.1"), FLOAT8, 0.1), (1, FLOAT8, 1.0),

@@ -58,9 +58,9 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
             t = T.MZ_TIMESTAMP
         hint = hints.get(f.name) or hints.get(name)
         cast = casts[len(cols)] if casts and len(casts) == len(schema) else None
-        if cast is not None and (cast.arrow.equals(f.type) or (
-                cast.oid == T.MZ_TIMESTAMP.oid and pa.types.is_integer(f.type))):
-            t = cast
+        if cast is not None:
+            if cast.arrow.equals(f.type) or (cast.oid == T.MZ_TIMESTAMP.oid and pa.types.is_integer(f.type)):
+                t = cast
         elif hint is not None and hint.arrow.equals(f.type):
             t = hint
         elif hint is not None and hint.oid == T.MZ_TIMESTAMP.oid and pa.types.is_integer(f.type):

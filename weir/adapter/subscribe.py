@@ -17,7 +17,9 @@ from sqlglot import exp
 
 from weir.adapter import api, indexes, planning, query
 from weir.adapter.subscribe_output import SubscribeOutput
+from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
+from weir.sql import temporal
 from weir.sql.resolve import RelationDesc
 
 if TYPE_CHECKING:
@@ -59,6 +61,10 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
     target = indexes.read_through(session, stmt.query)
     plan = planning.plan(session, target)
     inputs = plan.inputs
+    if inputs and plan.spark is not None and any(temporal.is_mz_now(c) for c in plan.spark.template.session_calls):
+        # its answer changes as time passes, not only when an input changes
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "SUBSCRIBE to a query with mz_now() is not supported",
+                        hint="Create a materialized view with the temporal filter and subscribe to it.")
     direct = _direct(target, inputs)
     if direct is not None:
         data_cols = [api.Column(c.name, c.type) for c in direct.columns]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from weir.types import PgType, parse_type
+from weir.types import BY_NAME, PgType, parse_type
 
 # Item kinds the first layers use; the catalog accepts any kind string so later
 # issues can add kinds without touching the store.
@@ -63,7 +63,10 @@ class ColumnDef:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> ColumnDef:
-        return ColumnDef(d["name"], parse_type(d["type"]), bool(d.get("nullable", True)),
+        # a bare name is the type itself (catalogs written before character(n) kept its
+        # length say "character" for any char column: read as bpchar, not character(1))
+        t = BY_NAME.get(d["type"]) or parse_type(d["type"])
+        return ColumnDef(d["name"], t, bool(d.get("nullable", True)),
                          d.get("default"))
 
 

@@ -94,12 +94,12 @@ def _bool_in(s: str, t: PgType) -> bool:
 def _varchar_typmod(s: str, t: PgType) -> str:
     limit = t.typmod - 4
     if t.oid == _BPCHAR:
-        if len(s) > limit:
-            if s[limit:].strip(" "):
-                raise WeirError(SqlState.STRING_DATA_RIGHT_TRUNCATION,
-                                f"value too long for type character({limit})")
-            return s[:limit]
-        return s.ljust(limit)
+        if len(s) > limit and s[limit:].strip(" "):
+            raise WeirError(SqlState.STRING_DATA_RIGHT_TRUNCATION,
+                            f"value too long for type character({limit})")
+        # kept without its padding, so comparisons, length() and casts to text see what
+        # PostgreSQL's bpchar operators see; output pads it (encode_text, encode_binary)
+        return s[:limit].rstrip(" ")
     if len(s) > limit:
         if s[limit:].strip(" "):
             raise WeirError(SqlState.STRING_DATA_RIGHT_TRUNCATION,
@@ -358,6 +358,8 @@ def encode_text(value: Any, t: PgType) -> bytes:
     if f is not None:
         if t.oid == _NUMERIC and t.precision is not None:
             return cnum.numeric_out(value).encode()  # numeric(p,s) keeps its scale, as in PostgreSQL
+        if t.oid == _BPCHAR and t.length is not None:
+            return str(value).ljust(t.length).encode()  # character(n) shows its padding
         return f(value).encode()
     if t.element is not None:
         return _array_out(value, t).encode()
@@ -371,6 +373,8 @@ def encode_binary(value: Any, t: PgType) -> bytes:
         if f is not None:
             if t.oid == _NUMERIC and t.precision is None:
                 return f(cnum.numeric_trimmed(value))  # as its text form (encode_text)
+            if t.oid == _BPCHAR and t.length is not None:
+                return f(str(value).ljust(t.length))
             return f(value)
         if t.element is not None:
             return _array_send(value, t)

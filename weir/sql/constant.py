@@ -250,8 +250,11 @@ def _cast(e: exp.Cast) -> Value:
     v, t = _eval(e.this)
     if v is None:
         return None, target
-    if target.oid == T.TEXT.oid or target.oid == T.VARCHAR.oid:
-        return _text(v), target
+    if target.oid in (T.TEXT.oid, T.VARCHAR.oid, T.BPCHAR.oid):
+        text = _text(v)
+        if target.length is not None:  # an explicit cast truncates (an INSERT's assignment would fail)
+            text = text[:target.length]
+        return (text.rstrip(" ") if target.oid == T.BPCHAR.oid else text), target
     if isinstance(v, (dt.date, dt.datetime, dt.timedelta)):
         raise NotConstant
     if t.oid in (T.FLOAT4.oid, T.FLOAT8.oid) and target.oid in _INT_RANGE:

@@ -54,7 +54,7 @@ def is_timestamp(t: PgType | None) -> bool:
     return t is not None and t.oid in _TIMES
 
 
-def _datatype(d: exp.DataType) -> PgType | None:
+def datatype(d: exp.DataType) -> PgType | None:
     try:
         return T.parse_type(d.sql(dialect="postgres"))
     except Exception:  # noqa: BLE001 - a type weir does not know
@@ -106,7 +106,7 @@ class Types:
         if isinstance(e, exp.Boolean) or isinstance(e, (exp.Predicate, exp.Connector, exp.Not)):
             return T.BOOL
         if isinstance(e, (exp.Cast, exp.TryCast)):
-            return _datatype(e.to)
+            return datatype(e.to)
         if isinstance(e, exp.Column):
             return self._column(e)
         if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):

@@ -18,7 +18,6 @@ from typing import Any
 
 from sqlglot import exp
 
-from weir import types as T
 from weir.errors import SqlState, WeirError
 from weir.sql import constant, fast_path
 from weir.sql.render import (
@@ -140,9 +139,10 @@ class ThroughIndexes:
 
 
 def cast_hints(expr: exp.Expression) -> list[PgType | None]:
-    """Per top-level projection, the type it is cast to, for types Spark cannot express
-    (`x::uuid`, `'{}'::jsonb`, `n::mz_timestamp` come back from Spark as text or bigint)
-    and for numeric(p,s), whose typmod a Spark decimal result does not carry."""
+    """Per top-level projection, the type it is cast to (None: not a cast): types Spark
+    cannot express (`x::uuid`, `'{}'::jsonb`, `n::mz_timestamp` come back from Spark as
+    text or bigint), typmods a Spark result does not carry (numeric(p,s), char(n)), and
+    what a cast's column is not (`c::text` of a char(n) column c is text, not c's type)."""
     select = expr
     while isinstance(select, exp.SetOperation):
         select = select.this
@@ -151,9 +151,7 @@ def cast_hints(expr: exp.Expression) -> list[PgType | None]:
     out: list[PgType | None] = []
     for p in select.expressions:
         inner = p.this if isinstance(p, exp.Alias) else p
-        t = pg_type_of_datatype(inner.to) if isinstance(inner, exp.Cast) else None
-        out.append(t if t is not None and (T.from_arrow(t.arrow).oid != t.oid or t.precision is not None)
-                   else None)
+        out.append(pg_type_of_datatype(inner.to) if isinstance(inner, exp.Cast) else None)
     return out
 
 

@@ -83,7 +83,7 @@ def _type_label(to: exp.DataType) -> str:
         "INT": "int4", "BIGINT": "int8", "SMALLINT": "int2", "TEXT": "text", "VARCHAR": "varchar",
         "BOOLEAN": "bool", "DOUBLE": "float8", "FLOAT": "float4", "DECIMAL": "numeric",
         "DATE": "date", "TIMESTAMP": "timestamp", "TIMESTAMPTZ": "timestamptz",
-        "INTERVAL": "interval", "UUID": "uuid", "JSONB": "jsonb",
+        "INTERVAL": "interval", "UUID": "uuid", "JSONB": "jsonb", "CHAR": "bpchar", "BPCHAR": "bpchar",
     }
     return labels.get(to.this.name if hasattr(to.this, "name") else str(to.this), "?column?")
 

@@ -393,6 +393,10 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression:
         source = types.of(node.this)
         if infer.is_timestamp(source) or infer.is_date(source):
             return exp.Cast(this=_epoch_millis(node.this), to=to)
+    target = infer.datatype(to)
+    if target is not None and target.oid in (T.VARCHAR.oid, T.BPCHAR.oid) and (
+            target.length is not None or target.oid == T.BPCHAR.oid):
+        return _character(node, target, types)
     if isinstance(node.this, exp.IntDiv) and to.this == exp.DataType.Type.DECIMAL and not to.expressions:
         return exp.Cast(this=node.this, to=exp.DataType.build("DECIMAL(38,0)"))
     if to.this in _INT_TYPES:
@@ -412,6 +416,21 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression:
             return _spark(r"regexp_replace(regexp_replace(CAST({x} AS STRING), '(\\.[0-9]*?)0+$', '$1'), "
                           r"'\\.$', '')", x=node.this)
     return node
+
+
+def _character(node: exp.Cast, target: T.PgType, types: Types) -> exp.Expression:
+    """A cast to character varying(n) cuts the text to n characters (an explicit cast does
+    not fail as an INSERT does); to character(n) also drops the padding, which weir keeps
+    off bpchar values (weir.codec) and output puts back. Spark's own CHAR/VARCHAR casts
+    would do neither."""
+    as_text = cast(exp.Cast(this=node.this, to=exp.DataType.build("TEXT")), types)
+    types.same_as(as_text, node.this)
+    x = as_text
+    if target.length is not None:
+        x = _spark(f"substring({{x}}, 1, {target.length})", x=x)
+    if target.oid == T.BPCHAR.oid:
+        x = _spark("rtrim({x})", x=x)
+    return exp.Cast(this=x, to=exp.DataType.build("STRING", dialect="spark"))
 
 
 def timestamp_trunc(node: exp.Expression, types: Types) -> exp.Expression:
