@@ -3,6 +3,7 @@ answer, or a clean refusal (0A000) - never something else, never Spark internals
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 from typing import Any
 
@@ -37,6 +38,12 @@ SAME = [
     "SELECT c, v, length(c), c || '|', c = 'ab', c::text, v || '|' FROM sem_c",
     "SELECT 'abcdef'::varchar(4), 'ab'::char(4), 'xyz'::char(2), 'q'::char",
     "SELECT v::char(6), c::varchar(3), x::char(3) FROM sem_c, sem_t WHERE x = 1",
+    # AT TIME ZONE: a timestamp is read as wall-clock time there (a timestamptz), a
+    # timestamptz is shown as the wall-clock time there (a timestamp)
+    "SELECT ts AT TIME ZONE 'Europe/Moscow', (ts AT TIME ZONE 'America/New_York') AT TIME ZONE 'Asia/Tokyo' "
+    "FROM sem_t",
+    # a time that happens twice takes the offset after the change, one that never happens the one before
+    "SELECT '2014-10-26 01:00:00 Europe/Moscow'::timestamptz, '2024-03-10 02:30:00 America/New_York'::timestamptz",
 ]
 
 
@@ -87,7 +94,9 @@ def test_materialized_views_over_views_as_postgres(both) -> None:  # noqa: ANN00
 def _values(row: tuple[Any, ...]) -> str:
     """A row to compare; numeric by value: weir prints unconstrained numeric without
     trailing zeros, as Materialize does (test_numeric_output_is_materializes)."""
-    return str(tuple(v.normalize() if isinstance(v, Decimal) and v.is_finite() else v for v in row))
+    return str(tuple(v.normalize() if isinstance(v, Decimal) and v.is_finite()
+                     else v.astimezone(dt.UTC) if isinstance(v, dt.datetime) and v.tzinfo is not None
+                     else v for v in row))
 
 
 def test_numeric_output_is_materializes(server: WeirServer) -> None:

@@ -236,6 +236,18 @@ def _special(low: str, tname: str) -> dt.datetime | None:
     return None
 
 
+def local_to_utc(local: dt.datetime, tz: dt.tzinfo) -> dt.datetime:
+    """A wall-clock time in `tz` as naive UTC, with PostgreSQL's choice at DST changes: a
+    time that happens twice (clocks set back) takes the offset after the change, a time
+    that never happens (clocks set forward) the offset before it."""
+    early, late = local.replace(tzinfo=tz, fold=0), local.replace(tzinfo=tz, fold=1)
+    before, after = early.utcoffset(), late.utcoffset()
+    # fold=0 has the offset before a change, fold=1 the one after (PEP 495)
+    twice = before is not None and after is not None and before > after
+    chosen = late if twice else early
+    return chosen.astimezone(UTC).replace(tzinfo=None)
+
+
 def parse_timestamp(s: str, tname: str = "timestamp") -> dt.datetime:
     """A naive datetime (UTC for timestamptz) from PostgreSQL timestamp input syntax.
 
@@ -281,7 +293,7 @@ def parse_timestamp(s: str, tname: str = "timestamp") -> dt.datetime:
         base = dt.datetime(year, month, day)
         value = base + dt.timedelta(hours=hour, minutes=minute, seconds=sec, microseconds=usec)
         if tz is not None and tname == "timestamp with time zone":
-            value = value.replace(tzinfo=tz).astimezone(UTC).replace(tzinfo=None)
+            value = local_to_utc(value, tz)
     except ValueError:
         raise _field_range(s) from None
     except OverflowError:

@@ -179,6 +179,6 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Ceil: tr.ceil_floor, exp.Floor: tr.ceil_floor, exp.Substring: tr.substring,
     exp.Stddev: tr.float_only, exp.StddevSamp: tr.float_only, exp.StddevPop: tr.float_only,
     exp.Variance: tr.float_only, exp.VariancePop: tr.float_only, exp.Concat: tr.concat,
-    exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc,
+    exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
     **{op: tr.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
 }

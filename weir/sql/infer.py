@@ -250,6 +250,8 @@ class Types:
             return T.NUMERIC
         if isinstance(e, exp.TimestampTrunc):
             return arg
+        if isinstance(e, exp.AtTimeZone):  # the one timestamp type becomes the other
+            return T.TIMESTAMPTZ if arg is not None and arg.oid in (T.TIMESTAMP.oid, T.DATE.oid) else T.TIMESTAMP
         if isinstance(e, (exp.Round, exp.Ceil, exp.Floor, exp.Sign)):
             return arg
         if isinstance(e, (exp.LogicalAnd, exp.LogicalOr)):

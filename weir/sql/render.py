@@ -62,6 +62,8 @@ def output_name(e: exp.Expression) -> str:
         return output_name(e.this)
     if isinstance(e, exp.Case):
         return "case"
+    if isinstance(e, exp.AtTimeZone):
+        return "timezone"  # PostgreSQL's function behind the operator
     if isinstance(e, exp.Array):
         return "array"
     if isinstance(e, exp.CurrentVersion):
