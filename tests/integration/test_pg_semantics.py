@@ -38,6 +38,7 @@ SAME = [
     "SELECT c, v, length(c), c || '|', c = 'ab', c::text, v || '|' FROM sem_c",
     "SELECT 'abcdef'::varchar(4), 'ab'::char(4), 'xyz'::char(2), 'q'::char",
     "SELECT v::char(6), c::varchar(3), x::char(3) FROM sem_c, sem_t WHERE x = 1",
+    "SELECT x, lead(x * 2, 1, -1.4) OVER (ORDER BY x), lag(f, 1, 0) OVER (ORDER BY x) FROM sem_t",
     # AT TIME ZONE: a timestamp is read as wall-clock time there (a timestamptz), a
     # timestamptz is shown as the wall-clock time there (a timestamp)
     "SELECT ts AT TIME ZONE 'Europe/Moscow', (ts AT TIME ZONE 'America/New_York') AT TIME ZONE 'Asia/Tokyo' "
@@ -123,6 +124,9 @@ def test_numeric_output_is_materializes(server: WeirServer) -> None:
     "SELECT log(f::numeric) FROM sem_t",
     "SELECT x * INTERVAL '1 hour' FROM sem_t",
     "SELECT x, x <> ALL (SELECT x FROM sem_t WHERE x > 1) FROM sem_t",  # Spark: false, not NULL
+    # Spark drops a frame's EXCLUDE and has no GROUPS frames
+    "SELECT sum(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW) FROM sem_t",
+    "SELECT sum(x) OVER (ORDER BY x GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sem_t",
 ])
 def test_refused_not_approximated(both, sql: str) -> None:  # noqa: ANN001
     w, _ = both

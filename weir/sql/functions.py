@@ -180,5 +180,6 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Stddev: tr.float_only, exp.StddevSamp: tr.float_only, exp.StddevPop: tr.float_only,
     exp.Variance: tr.float_only, exp.VariancePop: tr.float_only, exp.Concat: tr.concat,
     exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
+    exp.WindowSpec: tr.window_spec, exp.Lead: tr.lead_lag, exp.Lag: tr.lead_lag,
     **{op: tr.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
 }

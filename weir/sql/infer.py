@@ -228,6 +228,8 @@ class Types:
             return T.NUMERIC if is_int(arg) or is_numeric(arg) else arg
         if isinstance(e, exp.Avg):
             return T.FLOAT8 if is_float(arg) else T.NUMERIC if arg is not None else None
+        if isinstance(e, (exp.Lag, exp.Lead)) and e.args.get("default") is not None:
+            return promote(arg, self.of(e.args["default"]))
         if isinstance(e, (exp.Min, exp.Max, exp.Abs, exp.FirstValue, exp.LastValue, exp.Lag, exp.Lead)):
             return arg
         if isinstance(e, exp.ArrayAgg):

@@ -64,6 +64,8 @@ def output_name(e: exp.Expression) -> str:
         return "case"
     if isinstance(e, exp.AtTimeZone):
         return "timezone"  # PostgreSQL's function behind the operator
+    if isinstance(e, exp.Window):
+        return output_name(e.this)  # the window function's name
     if isinstance(e, exp.Array):
         return "array"
     if isinstance(e, exp.CurrentVersion):

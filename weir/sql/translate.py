@@ -465,6 +465,31 @@ def _call(name: str, *args: exp.Expression) -> exp.Expression:
     return call
 
 
+def lead_lag(node: exp.Expression, types: Types) -> exp.Expression:
+    """lead/lag with a default: the result has the common type of the value and the
+    default (PostgreSQL: lead(int, 1, -1.4) is numeric), Spark casts the default to the
+    value's type (-1)."""
+    default = node.args.get("default")
+    if default is None:
+        return node
+    value_t, default_t = types.of(node.this), types.of(default)
+    common = infer.promote(value_t, default_t)
+    if common is not None and value_t is not None and common.oid != value_t.oid and common.oid != T.UNKNOWN.oid:
+        node.set("this", exp.Cast(this=node.this, to=exp.DataType.build(common.spark_ddl, dialect="spark")))
+    return node
+
+
+def window_spec(node: exp.Expression, types: Types) -> exp.Expression:
+    """Window frames Spark has no equivalent of are refused (it would drop an EXCLUDE
+    clause and compute the frame without it)."""
+    exclude = node.args.get("exclude")
+    if exclude is not None and exclude.name.upper() != "NO OTHERS":
+        raise _refuse(f"window frame EXCLUDE {exclude.name.upper()}")
+    if str(node.args.get("kind") or "").upper() == "GROUPS":
+        raise _refuse("window frame in GROUPS mode")
+    return node
+
+
 def timestamp_trunc(node: exp.Expression, types: Types) -> exp.Expression:
     """date_trunc of a timestamp is a timestamp (Spark's is a timestamp with time zone;
     the session's zone is UTC, so the cast back is exact)."""
