@@ -39,6 +39,8 @@ SAME = [
     "SELECT 'abcdef'::varchar(4), 'ab'::char(4), 'xyz'::char(2), 'q'::char",
     "SELECT v::char(6), c::varchar(3), x::char(3) FROM sem_c, sem_t WHERE x = 1",
     "SELECT x, lead(x * 2, 1, -1.4) OVER (ORDER BY x), lag(f, 1, 0) OVER (ORDER BY x) FROM sem_t",
+    # E'...' is text with escapes, also where a cast reads it (E'\\x..'::bytea is hex input)
+    r"SELECT E'a\\b\tc', E'\\xDeAdBeEf'::bytea, E'De\\123dBeEf'::bytea, length(E'\n')",
     # AT TIME ZONE: a timestamp is read as wall-clock time there (a timestamptz), a
     # timestamptz is shown as the wall-clock time there (a timestamp)
     "SELECT ts AT TIME ZONE 'Europe/Moscow', (ts AT TIME ZONE 'America/New_York') AT TIME ZONE 'Asia/Tokyo' "

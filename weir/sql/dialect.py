@@ -27,6 +27,11 @@ class Weir(Postgres):
         # to_char keeps its name (and PostgreSQL's format): sqlglot's TimeToStr renders
         # as Spark's date_format, whose patterns mean something else ('HH' is 00-23)
         # mz_logical_timestamp() is Materialize's older name of mz_now()
+        # E'...' is an escape string: text (its escapes already read by the tokenizer), not
+        # sqlglot's ByteString, which typed casts (E'\\x01'::bytea) would take as raw bytes
+        PRIMARY_PARSERS = {**Postgres.Parser.PRIMARY_PARSERS,
+                           TokenType.BYTE_STRING: lambda self, token: self.expression(
+                               exp.Literal.string(token.text), token)}
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
                      "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
                      "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp}

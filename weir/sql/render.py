@@ -88,6 +88,7 @@ def _type_label(to: exp.DataType) -> str:
         "BOOLEAN": "bool", "DOUBLE": "float8", "FLOAT": "float4", "DECIMAL": "numeric",
         "DATE": "date", "TIMESTAMP": "timestamp", "TIMESTAMPTZ": "timestamptz",
         "INTERVAL": "interval", "UUID": "uuid", "JSONB": "jsonb", "CHAR": "bpchar", "BPCHAR": "bpchar",
+        "VARBINARY": "bytea", "BINARY": "bytea",
     }
     return labels.get(to.this.name if hasattr(to.this, "name") else str(to.this), "?column?")
 
@@ -467,17 +468,22 @@ def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
     '1 day'::interval, '\\x01'::bytea, dates ...), which Spark's casts do not all accept."""
     from weir import codec
 
+    def fold(node: exp.Cast, target: PgType) -> exp.Expression:
+        if target.oid == T.INTERVAL.oid:
+            from weir.sql.values import interval_literal
+
+            return literal(interval_literal(node.this.this), target)
+        return literal(codec.decode_text(node.this.this.encode(), target), target)
+
     def visit(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
             target = pg_type_of_datatype(node.to)
             if target is None or target.oid in (T.TEXT.oid, T.VARCHAR.oid, T.UNKNOWN.oid):
                 return node
-            if target.oid == T.INTERVAL.oid:
-                from weir.sql.values import interval_literal
-
-                return literal(interval_literal(node.this.this), target)
-            value = codec.decode_text(node.this.this.encode(), target)
-            return literal(value, target)
+            folded = fold(node, target)
+            if isinstance(node.parent, exp.Select) and node.arg_key == "expressions":
+                return exp.alias_(folded, output_name(node))  # a result column keeps its name ('bytea')
+            return folded
         return node
 
     return expr.transform(visit)
