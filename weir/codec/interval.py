@@ -54,8 +54,13 @@ def from_timedelta(v: dt.timedelta) -> PgInterval:
 
 
 def flattened(v: PgInterval) -> dt.timedelta:
-    """The timedelta weir stores and computes with (Spark's day-time interval): a month
-    counts as 30 days, as PostgreSQL's interval comparison and extract(epoch) count it."""
+    """The timedelta weir stores and computes with (Spark's day-time interval). It has no
+    months: a month is not 30 days when added to a date, so a value with months is refused
+    rather than changed into another one."""
+    if v.months:
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        f'interval "{out(v)}" is not supported: weir keeps intervals as days and time '
+                        "(Spark's day-time interval), without months or years")
     try:
         return dt.timedelta(microseconds=(v.months * 30 + v.days) * USEC_PER_DAY + v.micros)
     except OverflowError:
