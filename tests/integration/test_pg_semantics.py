@@ -38,6 +38,8 @@ SAME = [
     "SELECT c, v, length(c), c || '|', c = 'ab', c::text, v || '|' FROM sem_c",
     "SELECT 'abcdef'::varchar(4), 'ab'::char(4), 'xyz'::char(2), 'q'::char",
     "SELECT v::char(6), c::varchar(3), x::char(3) FROM sem_c, sem_t WHERE x = 1",
+    "SELECT power(f, 0), power(1::float8, 'NaN'::float8), power(1::float8, '-inf'::float8), "
+    "power(f, 'NaN'::float8), power(f, NULL::float8) FROM sem_t",
     "SELECT x, lead(x * 2, 1, -1.4) OVER (ORDER BY x), lag(f, 1, 0) OVER (ORDER BY x) FROM sem_t",
     # E'...' is text with escapes, also where a cast reads it (E'\\x..'::bytea is hex input)
     r"SELECT E'a\\b\tc', E'\\xDeAdBeEf'::bytea, E'De\\123dBeEf'::bytea, length(E'\n')",

@@ -91,6 +91,8 @@ def power(node: exp.Expression, types: Types) -> exp.Expression:
         + _raise("2201F", "a negative number raised to a non-integer power yields a complex result")
         + " WHEN power({x}, {y}) = double('Infinity') AND abs({x}) != double('Infinity')"
         + " AND abs({y}) != double('Infinity') THEN " + _raise("22003", "value out of range: overflow")
+        # PostgreSQL (C's pow): 1 to any power, and anything to the power 0, is 1 (NaN too)
+        + " WHEN ({x} = 1 AND {y} IS NOT NULL) OR ({y} = 0 AND {x} IS NOT NULL) THEN CAST(1 AS DOUBLE)"
         + " ELSE power({x}, {y}) END", x=node.this, y=node.expression)
 
 
