@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import zoneinfo
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -238,17 +237,17 @@ def _n_list(v: VarDef, value: str) -> str:
 
 
 def _n_timezone(v: VarDef, value: str) -> str:
-    s = value.strip()
-    if s.lower() in ("utc", "etc/utc", "gmt", "z", "zulu", "+00:00", "+00", "0"):
+    """UTC only, as in Materialize: timestamptz values are read (when they name no zone),
+    shown, truncated and cast to dates in UTC, so another zone would be accepted and
+    silently ignored."""
+    s = value.strip().strip("'")
+    if s.lower() in ("utc", "etc/utc", "etc/utc0", "gmt", "etc/gmt", "z", "zulu", "universal", "0"):
         return "UTC"
-    if _OFFSET_RE.match(s):
-        return s
-    try:
-        zoneinfo.ZoneInfo(s)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        raise _invalid(v.name, value, "expected UTC, an IANA time zone name or an offset "
-                       "like +05:30") from None
-    return s
+    m = _OFFSET_RE.match(s)
+    if m and not any(ch in "123456789" for ch in s):
+        return "UTC"  # +00, -00:00, ...
+    raise _invalid(v.name, value, "only UTC is supported: timestamptz values are read and shown in UTC "
+                   "(convert with AT TIME ZONE)")
 
 
 def _n_datestyle(v: VarDef, value: str) -> str:
@@ -321,7 +320,7 @@ VARS: tuple[VarDef, ...] = (
     VarDef("statement_timeout", "duration", "0", "Aborts any statement that takes longer "
            "than this (0 disables).", min=0, max=_INT_MAX),
     VarDef("TimeZone", "timezone", "UTC", "The time zone for displaying and interpreting "
-           "time stamps.", report=True),
+           "time stamps; only UTC is supported.", report=True),
     VarDef("transaction_isolation", "enum", "strict serializable", "The transaction "
            "isolation level.", choices=("serializable", "strict serializable"),
            aliases=_ISOLATION_ALIASES),

@@ -492,11 +492,35 @@ def window_spec(node: exp.Expression, types: Types) -> exp.Expression:
     return node
 
 
+# date_trunc's units: Spark's own, and those Spark answers NULL for (years per step,
+# counted as PostgreSQL counts them: the 1900s are the decade 1900-1909 but the 20th
+# century 1901-2000)
+_TRUNC_UNITS = {**{u: u for u in ("microsecond", "millisecond", "second", "minute", "hour", "day", "week",
+                                  "month", "quarter", "year")},
+                **{u + "s": u for u in ("microsecond", "millisecond", "second", "minute", "hour", "day", "week",
+                                        "month", "year")}}
+_TRUNC_YEARS = {"decade": (10, 0), "decades": (10, 0), "century": (100, 1), "centuries": (100, 1),
+                "millennium": (1000, 1), "millennia": (1000, 1), "millenniums": (1000, 1)}
+
+
 def timestamp_trunc(node: exp.Expression, types: Types) -> exp.Expression:
     """date_trunc of a timestamp is a timestamp (Spark's is a timestamp with time zone;
-    the session's zone is UTC, so the cast back is exact)."""
+    the session's zone is UTC, so the cast back is exact). Decades, centuries and
+    millennia are computed (Spark gives NULL), an unknown unit is an error (Spark: NULL)."""
     source = types.of(node.this)
-    if source is not None and source.oid == T.TIMESTAMP.oid:
+    ntz = source is not None and source.oid == T.TIMESTAMP.oid
+    unit_node = node.args.get("unit")
+    unit = unit_node.name.lower() if unit_node is not None else ""
+    if unit in _TRUNC_YEARS:
+        step, first = _TRUNC_YEARS[unit]
+        make = "make_timestamp_ntz" if ntz else "make_timestamp"
+        return _spark(f"{make}(CAST(floor((year({{x}}) - {first}) / {step}) * {step} + {first} AS INT), 1, 1, 0, 0, 0)",
+                      x=node.this)
+    if unit not in _TRUNC_UNITS:
+        what = source.name if source is not None else "timestamp"
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'unit "{unit}" not recognized for type {what}')
+    node.set("unit", exp.Var(this=_TRUNC_UNITS[unit].upper()))
+    if ntz:
         return exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
     return node
 
