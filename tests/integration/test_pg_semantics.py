@@ -43,6 +43,10 @@ SAME = [
     "SELECT v::char(6), c::varchar(3), x::char(3) FROM sem_c, sem_t WHERE x = 1",
     "SELECT power(f, 0), power(1::float8, 'NaN'::float8), power(1::float8, '-inf'::float8), "
     "power(f, 'NaN'::float8), power(f, NULL::float8) FROM sem_t",
+    # generate_series reaching nothing is empty (Spark's sequence(3, 2) counts down)
+    "SELECT x, generate_series(x, 2) FROM sem_t",
+    "SELECT * FROM generate_series(5, 1) AS g(v)",
+    "SELECT * FROM generate_series(1, 10, 4) AS g(v)",
     "SELECT x, lead(x * 2, 1, -1.4) OVER (ORDER BY x), lag(f, 1, 0) OVER (ORDER BY x) FROM sem_t",
     # E'...' is text with escapes, also where a cast reads it (E'\\x..'::bytea is hex input)
     r"SELECT E'a\\b\tc', E'\\xDeAdBeEf'::bytea, E'De\\123dBeEf'::bytea, length(E'\n')",
@@ -134,6 +138,10 @@ def test_numeric_output_is_materializes(server: WeirServer) -> None:
     # Spark drops a frame's EXCLUDE and has no GROUPS frames
     "SELECT sum(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW) FROM sem_t",
     "SELECT sum(x) OVER (ORDER BY x GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM sem_t",
+    # PostgreSQL runs set-returning functions of one select list in lockstep; Spark multiplies
+    "SELECT generate_series(0, 2) AS a, generate_series(0, 2) AS b",
+    # Spark's LATERAL VIEW has no join condition and no outer side
+    "SELECT x FROM sem_t LEFT JOIN unnest(ARRAY[1, 2]) AS u(v) ON v > x",
 ])
 def test_refused_not_approximated(both, sql: str) -> None:  # noqa: ANN001
     w, _ = both
@@ -161,6 +169,7 @@ def test_errors_without_internals(both) -> None:  # noqa: ANN001
     for sql, state in (("SELECT nosuch(x) FROM sem_t", "42883"), ("SELECT sem_t.nope FROM sem_t", "42703"),
                        ("SELECT ln(f - 100) FROM sem_t", "2201E"),
                        ("SELECT date_trunc('fortnight', ts) FROM sem_t", "22023"),  # Spark: NULL
+                       ("SELECT x, generate_series(1, 5, 0) FROM sem_t", "22023"),
                        ("SET TIME ZONE 'America/New_York'", "22023")):  # would be ignored
         with pytest.raises(psycopg.Error) as info:
             w.execute(sql)

@@ -86,7 +86,7 @@ _PG_NAMES: dict[type, str] = {
     exp.JustifyInterval: "justify_interval", exp.DateBin: "date_bin",
     exp.ArrayToString: "array_to_string", exp.StringToArray: "string_to_array",
     exp.ArrayPosition: "array_position", exp.ArrayAppend: "array_append",
-    exp.ArrayPrepend: "array_prepend", exp.ArrayRemove: "array_remove",
+    exp.ArrayPrepend: "array_prepend", exp.ExplodingGenerateSeries: "generate_series", exp.ArrayRemove: "array_remove",
     exp.RegexpReplace: "regexp_replace", exp.SplitPart: "split_part",
     exp.TimestampTrunc: "date_trunc",
 }
@@ -125,10 +125,58 @@ def _type_name(types: Types, e: exp.Expression) -> str:
     return "unknown" if t is None else t.name
 
 
+_SET_RETURNING = (exp.Explode, exp.ExplodingGenerateSeries, exp.Unnest)
+
+
+def _one_set_returning_function(tree: exp.Expression) -> None:
+    """Several set-returning functions in one select list run in lockstep in PostgreSQL
+    (generate_series(0, 2), generate_series(0, 2) gives 3 rows); Spark's explodes would
+    multiply them (9 rows): refused."""
+    for select in tree.find_all(exp.Select):
+        n = 0
+        for projection in select.expressions:
+            n += sum(1 for node in projection.walk()
+                     if isinstance(node, _SET_RETURNING) and node.find_ancestor(exp.Select) is select)
+        if n > 1:
+            raise not_supported("more than one set-returning function in a select list")
+
+
+def _plain_joins_to_arrays(tree: exp.Expression) -> None:
+    """A join to unnest()/generate_series() becomes Spark's LATERAL VIEW explode(), which
+    has no join condition and no outer side: sqlglot drops both. Only a plain join (no ON
+    but TRUE, not outer) means the same; the others are refused."""
+    for join in tree.find_all(exp.Join):
+        target = join.this
+        if isinstance(target, exp.Table) and isinstance(target.this, exp.ExplodingGenerateSeries):
+            continue  # FROM generate_series(...) AS g: a subquery (weir.sql.render)
+        if not isinstance(target, (exp.Unnest, exp.Explode, exp.ExplodingGenerateSeries)):
+            continue
+        if isinstance(target, exp.Unnest):
+            _name_unnest_column(target)
+        on = join.args.get("on")
+        side = str(join.args.get("side") or "").upper()
+        if side or (on is not None and not (isinstance(on, exp.Boolean) and on.this)):
+            raise not_supported(f"{side + ' ' if side else ''}JOIN to a set-returning function with a "
+                                "join condition (use CROSS JOIN or LATERAL and WHERE)")
+
+
+def _name_unnest_column(unnest: exp.Unnest) -> None:
+    """`unnest(a) u` has one column, named u (PostgreSQL); sqlglot's LATERAL VIEW needs the
+    name spelled out, and without it dropped the unnest from the query."""
+    alias = unnest.args.get("alias")
+    if alias is None:
+        alias = exp.TableAlias(this=exp.to_identifier("unnest"))
+        unnest.set("alias", alias)
+    if not alias.columns and len(unnest.expressions) == 1:
+        alias.set("columns", [exp.to_identifier(alias.name or "unnest")])
+
+
 def check(expr: exp.Expression) -> exp.Expression:
     """A copy of a resolved query whose every function and operator means in Spark what
     it means in PostgreSQL; raises 0A000 / 42883 for the rest."""
     tree = expr.copy()
+    _one_set_returning_function(tree)
+    _plain_joins_to_arrays(tree)
     types = Types()
     order = list(tree.dfs())
     for node in order:

@@ -10,11 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 
 from weir import types as T
 from weir.compute.protocol import MZ_NOW_PARAMETER
-from weir.errors import SqlState, WeirError
+from weir.errors import SqlState, WeirError, runtime_marker
 from weir.sql.joins import group_comma_joins
 from weir.types import PgType
 
@@ -411,15 +412,38 @@ def to_spark(expr: exp.Expression) -> str:
     return sql
 
 
+_SERIES = ("CASE WHEN {s} = {s} - {s} THEN raise_error('" + runtime_marker("22023", "step size cannot equal zero")
+           + "') WHEN ({s} > {s} - {s} AND {a} > {b}) OR ({s} < {s} - {s} AND {a} < {b}) "
+           "THEN slice(sequence({a}, {a}), 1, 0) ELSE sequence({a}, {b}, {s}) END")
+
+
+def _series(series: exp.Expression) -> exp.Expression:
+    """generate_series(a, b[, step]) as a Spark array: empty when b is not reached in the
+    step's direction (Spark's sequence(1, 0) counts down, and fails for a step of the other
+    sign), an error for a zero step."""
+    args = {"a": series.args["start"], "b": series.args["end"],
+            "s": series.args.get("step") or exp.Literal.number(1)}
+    tree = sqlglot.parse_one(_SERIES.format(**{k: f"__weir_series_{k}" for k in args}), read="spark")
+
+    def put(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name.startswith("__weir_series_"):
+            return args[node.name.removeprefix("__weir_series_")].copy()
+        return node
+
+    return tree.transform(put)
+
+
 def _series_as_subqueries(expr: exp.Expression) -> exp.Expression:
     """`FROM generate_series(a, b) AS g(x)`: sqlglot renders Spark SQL that does not parse
-    (`EXPLODE(SEQUENCE(a, b), _u(x))`); a subquery over explode(sequence()) means the same,
-    its column named as PostgreSQL names it (the column alias, else the table alias, else
-    generate_series)."""
-    if not any(isinstance(t.this, exp.ExplodingGenerateSeries) for t in expr.find_all(exp.Table)):
+    (`EXPLODE(SEQUENCE(a, b), _u(x))`); a subquery over explode() of the series means the
+    same, its column named as PostgreSQL names it (the column alias, else the table alias,
+    else generate_series). Elsewhere (a select list, LATERAL) explode() of the series."""
+    if not any(True for _ in expr.find_all(exp.ExplodingGenerateSeries)):
         return expr
 
     def visit(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.ExplodingGenerateSeries) and not isinstance(node.parent, exp.Table):
+            return exp.Explode(this=_series(node))
         if not (isinstance(node, exp.Table) and isinstance(node.this, exp.ExplodingGenerateSeries)):
             return node
         series = node.this
@@ -427,10 +451,7 @@ def _series_as_subqueries(expr: exp.Expression) -> exp.Expression:
         columns = alias.columns if alias is not None else []
         name = columns[0].name if columns else (alias.name if alias is not None and alias.name
                                                   else "generate_series")
-        args = [series.args["start"], series.args["end"]]
-        if series.args.get("step") is not None:
-            args.append(series.args["step"])
-        inner = exp.select(exp.alias_(exp.Explode(this=exp.func("sequence", *args)), name, quoted=True))
+        inner = exp.select(exp.alias_(exp.Explode(this=_series(series)), name, quoted=True))
         return exp.Subquery(this=inner, alias=exp.TableAlias(
             this=exp.to_identifier(alias.name if alias is not None and alias.name else name, quoted=True)))
 
