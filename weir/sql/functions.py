@@ -171,12 +171,21 @@ def _name_unnest_column(unnest: exp.Unnest) -> None:
         alias.set("columns", [exp.to_identifier(alias.name or "unnest")])
 
 
+def _no_with_ties(tree: exp.Expression) -> None:
+    """FETCH FIRST n ROWS WITH TIES: Spark has LIMIT only (sqlglot drops WITH TIES)."""
+    for fetch in tree.find_all(exp.Fetch):
+        options = fetch.args.get("limit_options")
+        if options is not None and options.args.get("with_ties"):
+            raise not_supported("FETCH FIRST ... WITH TIES")
+
+
 def check(expr: exp.Expression) -> exp.Expression:
     """A copy of a resolved query whose every function and operator means in Spark what
     it means in PostgreSQL; raises 0A000 / 42883 for the rest."""
     tree = expr.copy()
     _one_set_returning_function(tree)
     _plain_joins_to_arrays(tree)
+    _no_with_ties(tree)
     types = Types()
     order = list(tree.dfs())
     for node in order:

@@ -199,7 +199,25 @@ class Types:
                 found = self._projection(src.this, name)
                 if found is not None:
                     return found
+            elif isinstance(src, exp.Values):  # (VALUES (...), ...) AS t(a, b)
+                found = self._values_column(src, name)
+                if found is not None:
+                    return found
         return None
+
+    def _values_column(self, values: exp.Values, name: str) -> PgType | None:
+        alias = values.args.get("alias")
+        names = [c.name for c in alias.columns] if alias is not None else []
+        if name not in names:
+            return None
+        k = names.index(name)
+        out: PgType | None = None
+        for row in values.expressions:
+            cells = row.expressions if isinstance(row, exp.Tuple) else [row]
+            if k < len(cells):
+                t = self.of(cells[k])
+                out = t if out is None else promote(out, t)
+        return out
 
     def _projection(self, q: exp.Expression, name: str) -> PgType | None:
         while isinstance(q, exp.SetOperation):
