@@ -47,6 +47,10 @@ SAME = [
     # for columns of VALUES
     "SELECT x, x::int2, x::int8 FROM (VALUES (-2.5::float8), (-1.5::float8), (0.5::float8), (2.5::float8)) t(x)",
     "SELECT x, x::int4 FROM (VALUES (-2.5::numeric), (-0.5::numeric), (1.5::numeric)) t(x)",
+    # numeric constants are exact (Python's default decimal context kept 28 digits)
+    "SELECT 4790999999999999999999999999999999999999999999999999999999999999999999999999999999999999 "
+    "* 9999999999999999999999999999999999999999999999999999999999999999999999999999999999999999, "
+    "12345678901234567890123456789.5 + 1, 7.5 % -2",
     # generate_series reaching nothing is empty (Spark's sequence(3, 2) counts down)
     "SELECT x, generate_series(x, 2) FROM sem_t",
     "SELECT * FROM generate_series(5, 1) AS g(v)",

@@ -161,6 +161,7 @@ def _check(v: Any, t: PgType) -> Any:
     return v
 
 
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 _RANK = {T.INT2.oid: 1, T.INT4.oid: 2, T.INT8.oid: 3, T.NUMERIC.oid: 4, T.FLOAT4.oid: 5, T.FLOAT8.oid: 6}
 
 
@@ -207,7 +208,11 @@ def _arith(e: exp.Binary) -> Value:
         a, b = decimal.Decimal(a), decimal.Decimal(b)
     if isinstance(e, (exp.Div, exp.Mod)) and b == 0:
         raise WeirError(SqlState.DIVISION_BY_ZERO, "division by zero")
-    if isinstance(e, exp.Add):
+    if isinstance(e, (exp.Add, exp.Sub, exp.Mul)) and t.oid == T.NUMERIC.oid:
+        # exact, as PostgreSQL's numeric (Python's default context keeps 28 digits)
+        op = {exp.Add: _EXACT.add, exp.Sub: _EXACT.subtract, exp.Mul: _EXACT.multiply}[type(e)]
+        r = op(a, b)
+    elif isinstance(e, exp.Add):
         r = a + b
     elif isinstance(e, exp.Sub):
         r = a - b
@@ -222,7 +227,8 @@ def _arith(e: exp.Binary) -> Value:
         else:
             r = a / b
     else:
-        r = a % b if t.oid not in _INT_RANGE else int(decimal.Decimal(a) % decimal.Decimal(b))
+        r = (int(_EXACT.remainder(decimal.Decimal(a), decimal.Decimal(b))) if t.oid in _INT_RANGE
+             else _EXACT.remainder(a, b) if t.oid == T.NUMERIC.oid else a % b)
     return _check(r, t), t
 
 
