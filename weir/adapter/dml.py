@@ -113,7 +113,27 @@ def _default(c: ColumnDesc) -> Any:
                         f'default expression for column "{c.name}" is not a constant') from None
 
 
+# Clauses weir's writes understand; any other clause sqlglot parsed (ON CONFLICT, RETURNING,
+# UPDATE ... FROM, WITH, ...) is refused by name rather than ignored.
+_UNDERSTOOD = {exp.Insert: {"this", "expression"}, exp.Update: {"this", "expressions", "where"},
+               exp.Delete: {"this", "where", "using"}}
+_CLAUSES = {"conflict": "ON CONFLICT", "returning": "RETURNING", "from_": "FROM", "with_": "WITH",
+            "using": "USING", "limit": "LIMIT", "order": "ORDER BY", "overwrite": "OVERWRITE",
+            "alternative": "OR", "where": "WHERE"}
+
+
+def refuse_unknown_clauses(expr: exp.Expression) -> None:
+    """0A000 for a clause of INSERT/UPDATE/DELETE that weir would otherwise drop silently."""
+    verb = type(expr).__name__.upper()
+    for key, value in expr.args.items():
+        if value and key not in _UNDERSTOOD.get(type(expr), set()):
+            clause = _CLAUSES.get(key, key.rstrip("_").upper())
+            where = f"WITH ... {verb}" if key == "with_" else f"{verb} ... {clause}"
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{where} is not supported")
+
+
 async def execute(session: Session, stmt: st.Statement, params: list[Any], types: list[PgType]) -> api.Command:
+    refuse_unknown_clauses(stmt.expr)
     if isinstance(stmt, st.Insert):
         expr = bind_params(stmt.expr, params, types)
         return await _insert(session, expr)
@@ -126,8 +146,6 @@ async def execute(session: Session, stmt: st.Statement, params: list[Any], types
 
 async def _insert(session: Session, expr: exp.Expression) -> api.Command:
     assert isinstance(expr, exp.Insert)
-    if expr.args.get("returning"):
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "INSERT ... RETURNING not yet supported")
     desc, cols = target_columns(session, expr)
     source = expr.expression
     literal_rows = _literal_values(source)
@@ -215,8 +233,17 @@ async def _delete(session: Session, expr: exp.Expression) -> api.Command:
     desc = _table(session, expr.this)
     alias = expr.this.alias or desc.name.split(".")[-1]
     q = exp.select(*[exp.column(c.name, table=alias) for c in desc.columns]).from_(expr.this.copy())
-    if expr.args.get("where"):
-        q = q.where(expr.args["where"].this.copy())
+    where = expr.args["where"].this.copy() if expr.args.get("where") else None
+    if expr.args.get("using"):
+        # DELETE ... USING: a row goes once if any combination of the USING rows matches it
+        matches = exp.select("1").from_(expr.args["using"][0].copy())
+        for other in expr.args["using"][1:]:
+            matches = matches.join(other.copy(), join_type="CROSS")
+        if where is not None:
+            matches = matches.where(where)
+        where = exp.Exists(this=matches)
+    if where is not None:
+        q = q.where(where)
     async with session.coord.table_lock(desc.shard_id):  # type: ignore[arg-type]
         rows = await query.collect(await planning.run(session, q, for_write=True))
         if rows:

@@ -48,6 +48,8 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
         name = next(named) if named is not None else f.name
         if name is None or name.startswith("_weir_c"):
             name = f.name
+        if name.startswith("_weir_c") and name[7:].isdigit() and int(name[7:]) < len(names):
+            name = names[int(name[7:])] or name  # beside a star: the projection's own name
         t = T.from_arrow(f.type)
         if t.oid == T.NUMERIC.oid:
             # Spark's decimal(p,s) of a computed value is not a declared numeric(p,s):

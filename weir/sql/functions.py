@@ -16,6 +16,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
+from weir.sql import shape
 from weir.sql import translate as tr
 from weir.sql.infer import COLUMNS_META, Types
 
@@ -88,7 +89,7 @@ _PG_NAMES: dict[type, str] = {
     exp.ArrayPosition: "array_position", exp.ArrayAppend: "array_append",
     exp.ArrayPrepend: "array_prepend", exp.ExplodingGenerateSeries: "generate_series", exp.ArrayRemove: "array_remove",
     exp.RegexpReplace: "regexp_replace", exp.SplitPart: "split_part",
-    exp.TimestampTrunc: "date_trunc",
+    exp.TimestampTrunc: "date_trunc", exp.GroupConcat: "string_agg",
 }
 
 _OPERATORS: dict[type, str] = {
@@ -183,6 +184,7 @@ def check(expr: exp.Expression) -> exp.Expression:
     """A copy of a resolved query whose every function and operator means in Spark what
     it means in PostgreSQL; raises 0A000 / 42883 for the rest."""
     tree = expr.copy()
+    shape.check(tree)
     _one_set_returning_function(tree)
     _plain_joins_to_arrays(tree)
     _no_with_ties(tree)

@@ -73,6 +73,11 @@ def promote(a: PgType | None, b: PgType | None) -> PgType | None:
     return a
 
 
+def _resolved(t: PgType | None) -> PgType | None:
+    """A subquery's or VALUES list's column of unknown type ('foo') is text outside it."""
+    return T.TEXT if t is not None and t.oid == T.UNKNOWN.oid else t
+
+
 class Types:
     """Memoised type inference over one (unchanging) expression tree."""
 
@@ -217,7 +222,7 @@ class Types:
             if k < len(cells):
                 t = self.of(cells[k])
                 out = t if out is None else promote(out, t)
-        return out
+        return _resolved(out)
 
     def _projection(self, q: exp.Expression, name: str) -> PgType | None:
         while isinstance(q, exp.SetOperation):
@@ -228,7 +233,7 @@ class Types:
             return None
         for p in q.selects:
             if p.alias_or_name == name:
-                return self.of(p)
+                return _resolved(self.of(p))
         for p in q.selects:  # `SELECT *` (a view's definition, inlined): the name is a source's
             if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)):
                 found = self._from_sources(q, p.table if isinstance(p, exp.Column) else "", name)

@@ -229,6 +229,23 @@ def _parse_error_message(e: Exception, text: str) -> str:
     return f"syntax error: {str(e).splitlines()[0]}"
 
 
+_PROPERTY_NAMES = {exp.TemporaryProperty: "CREATE TEMPORARY {kind}", exp.InheritsProperty: "CREATE {kind} ... INHERITS",
+                   exp.PartitionedByProperty: "CREATE {kind} ... PARTITION BY",
+                   exp.PartitionedOfProperty: "CREATE {kind} ... PARTITION OF",
+                   exp.UnloggedProperty: "CREATE UNLOGGED {kind}"}
+
+
+def _refuse_properties(create: exp.Create, kind: str) -> None:
+    """Table and view options weir has no meaning for (temporary objects, inheritance,
+    partitioning, storage parameters) are refused by name: ignoring them created a
+    permanent, unrelated object instead."""
+    props = create.args.get("properties")
+    for prop in props.expressions if props is not None else []:
+        name = _PROPERTY_NAMES.get(type(prop))
+        what = name.format(kind=kind) if name else f"CREATE {kind} ... WITH ({prop.sql(dialect='postgres')})"
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{what} is not supported")
+
+
 def _classify(text: str, expr: exp.Expression) -> st.Statement:
     if isinstance(expr, exp.Query) or isinstance(expr, exp.Values):
         return st.Query(text, expr)  # type: ignore[arg-type]
@@ -240,6 +257,8 @@ def _classify(text: str, expr: exp.Expression) -> st.Statement:
         return st.Delete(text, expr)
     if isinstance(expr, exp.Create):
         kind = (expr.args.get("kind") or "").upper()
+        if kind in ("TABLE", "VIEW"):
+            _refuse_properties(expr, kind)
         if kind == "TABLE":
             if expr.expression is not None:
                 raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "CREATE TABLE ... AS not yet supported")

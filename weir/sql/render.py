@@ -59,7 +59,7 @@ def output_name(e: exp.Expression) -> str:
         if isinstance(inner, (exp.Literal, exp.Null)) or inner.name == "":
             return _type_label(e.to)
         return output_name(inner)
-    if isinstance(e, exp.Paren):
+    if isinstance(e, (exp.Paren, exp.Filter)):
         return output_name(e.this)
     if isinstance(e, exp.Case):
         return "case"
