@@ -96,6 +96,8 @@ _ALIASES = {
     "string": "text", "timestamptz": "timestamp with time zone",
     "timestamp without time zone": "timestamp", "bytes": "bytea",
     "character varying": "character varying", "double precision": "double precision",
+    # PostgreSQL's interval with fields; also how weir's own parameter casts spell it for Spark
+    "interval day to second": "interval",
 }
 
 

@@ -19,28 +19,17 @@ import pytest
 
 from tests.differential.generator import Generator, Query
 from tests.differential.known import (
+    ALLOWED,
     Known,
     decimal_zeros,
     explainer,
     negative_zero,
-    numeric_scale,
     numeric_sig_10,
 )
 from tests.differential.runner import Differential, Report, execute
 from tests.differential.schema import indexed_setup_statements, setup_statements
 from tests.integration.server import WeirServer
 from tests.pg_server import PgServer, pg_server  # noqa: F401  (session-scoped fixture)
-
-# Differences Materialize documents, each with its reason.
-ALLOWED: tuple[Known, ...] = (
-    Known("numeric-trailing-zeros", "",
-          "Materialize trims all trailing zeros off numeric values (materialize.com/docs/sql/types/numeric, "
-          "\"Output\"); weir does for unconstrained numeric, which Spark holds as DECIMAL(38,10) and so "
-          "cannot keep PostgreSQL's per-value scale: PostgreSQL 2.5000000000000000, weir 2.5",
-          normalise=numeric_scale),
-    Known("numeric-text-trailing-zeros", "", "the same for numeric::text: PostgreSQL '1.50', weir '1.5'",
-          normalise=decimal_zeros, query=r"\bn::text|numeric\)?::text|\|\|"),
-)
 
 # BUGS, not accepted differences: each belongs to a part of issue 10 and is listed only so
 # this suite stays green while that part is done. Remove an entry with its fix.
