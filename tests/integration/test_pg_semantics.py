@@ -67,6 +67,16 @@ SAME = [
     # FILTER on a window aggregate (Spark dropped it); a subquery's 'foo' is text outside it
     "SELECT x, sum(f) FILTER (WHERE x > 1) OVER (), count(*) FILTER (WHERE f > 50) OVER () FROM sem_t",
     "SELECT *, pg_typeof(s) FROM (SELECT 'foo' AS s FROM sem_t) q",
+    # a call's column is named as the call was written (sqlglot renames substr, position,
+    # strpos, div, pow, unnest ...); a scalar subquery's after its column
+    "SELECT substr('abc', 2), position('b' in 'abc'), strpos('abc', 'c'), div(x, 2), pow(f, 2), "
+    "char_length('ab'), trim(' a '), (SELECT max(x) FROM sem_t), unnest(ARRAY[x]) FROM sem_t",
+    "SELECT x, (SELECT count(*) FROM sem_t s WHERE s.x < sem_t.x), (SELECT 1 AS one) FROM sem_t",
+    # quantified comparisons with arrays, NULLs included (sqlglot read ALL/SOME as functions)
+    "SELECT x = ANY (ARRAY[1, 3]), x > ALL (ARRAY[1, NULL]), x = SOME (ARRAY[3]), "
+    "x <> ALL (ARRAY[]::int[]), x = ANY (NULL::int[]), x < ANY (ARRAY[2, NULL]) FROM sem_t",
+    "SELECT x::text LIKE ANY (ARRAY['1%', '3']), x::text NOT LIKE ALL (ARRAY['1', NULL]), "
+    "x::text ILIKE ANY (ARRAY[]::text[]) FROM sem_t",
 ]
 
 # Compared in order: the statement's ORDER BY decides it.
@@ -227,3 +237,27 @@ def test_errors_without_internals(both) -> None:  # noqa: ANN001
         assert info.value.sqlstate == state, (sql, msg)
         assert "`" not in msg and "_weir" not in msg and "[" not in msg, msg
     assert w.execute("SELECT 1").fetchone() == (1,)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 'abc'::int", "SELECT '2024-13-01'::date", "SELECT 'x'::bool",  # were XX000
+    "SELECT x * 2147483647 FROM sem_t WHERE x = 3", "SELECT x::int8 * 9223372036854775807 FROM sem_t WHERE x = 3",
+    "SELECT x::int2 * 30000::int2 FROM sem_t WHERE x = 3", "SELECT (f * 1e300)::int FROM sem_t",
+    "SELECT (f * 1e20)::numeric::int FROM sem_t",
+])
+def test_errors_as_postgres(both, sql: str) -> None:  # noqa: ANN001
+    """The SQLSTATE and message PostgreSQL gives, no detail naming Spark's types."""
+    errors = []
+    for conn in both:
+        with pytest.raises(psycopg.Error) as info:
+            conn.execute(sql)
+        errors.append(info.value)
+        conn.execute("ROLLBACK") if conn.info.transaction_status else None
+    w, p = errors
+    assert w.sqlstate == p.sqlstate
+    if w.diag.message_primary == "value out of range: overflow":
+        # Spark's ARITHMETIC_OVERFLOW of + - * does not say which integer type overflowed
+        assert p.diag.message_primary in ("smallint out of range", "integer out of range", "bigint out of range")
+    else:
+        assert w.diag.message_primary == p.diag.message_primary
+    assert w.diag.message_detail is None or "DECIMAL" not in w.diag.message_detail.upper(), w.diag.message_detail

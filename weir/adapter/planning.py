@@ -76,8 +76,11 @@ async def describe(session: Session, planned: QueryPlan) -> list[api.Column]:
                 result = constant.evaluate(bound, session.context(0))
             names, types, _ = result
             columns = [api.Column(n, t) for n, t in zip(names, types, strict=True)]
-        except (constant.NotConstant, WeirError):
+        except constant.NotConstant:
             pass
+        except WeirError:
+            if planned.spark is None:
+                raise  # the constant's own error ('abc'::int is 22P02): no engine would answer it
     if columns is None and planned.fast_path is not None:
         columns = [api.Column(n, t) for n, t in planned.fast_path.columns]
     if columns is None:

@@ -36,6 +36,18 @@ class Weir(Postgres):
                      "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
                      "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp}
 
+        def _parse_function_call(self, functions: dict | None = None, anonymous: bool = False,  # type: ignore[override]
+                                 optional_parens: bool = True, any_token: bool = False) -> exp.Expression | None:
+            """A call keeps the name it was written with: PostgreSQL names a result column
+            after it (`substr(...)` is column substr, though sqlglot reads it as SUBSTRING)."""
+            token, following = self._curr, self._next
+            node = super()._parse_function_call(functions, anonymous, optional_parens, any_token)
+            if (node is not None and token is not None and following is not None
+                    and following.token_type == TokenType.L_PAREN and "weir_output_name" not in node.meta
+                    and token.text.lower() not in ("cast", "try_cast")):  # named after what it casts
+                node.meta["weir_output_name"] = _written_name(token.text.lower(), node)
+            return node
+
         def _parse_interval(self, require_interval: bool = True,  # type: ignore[override]
                             parse_function_unit: bool = True) -> exp.Expression | None:
             index = self._index
@@ -61,6 +73,14 @@ class Weir(Postgres):
                                     f"interval literal '{text}' {unit} is not supported")
                 text = f"{text} {unit.lower()}"
             return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("INTERVAL"))
+
+
+def _written_name(name: str, node: exp.Expression) -> str:
+    """PostgreSQL's column name for a call written `name(...)`: TRIM is syntax for
+    btrim/ltrim/rtrim."""
+    if name == "trim" and isinstance(node, exp.Trim):
+        return {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(str(node.args.get("position") or "").upper(), "btrim")
+    return name
 
 
 def _is_number(text: str) -> bool:

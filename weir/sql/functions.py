@@ -217,6 +217,8 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
         name = node.name.lower()
         if name in _ANON_PASS or node.meta.get("weir_literal"):
             return node
+        if name in ("all", "some") and isinstance(node.parent, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
+            return node  # x op ALL / SOME (array): rewritten with its comparison (translate.comparison)
         if name == "pg_typeof":
             return tr.pg_typeof(node, types)
         if name == "to_char":
@@ -241,4 +243,5 @@ _HANDLERS: dict[type, _Handler] = {
     exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
     exp.WindowSpec: tr.window_spec, exp.Lead: tr.lead_lag, exp.Lag: tr.lead_lag,
     **{op: tr.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
+    **{op: tr.pattern_match for op in (exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike)},
 }

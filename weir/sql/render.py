@@ -54,6 +54,10 @@ def output_name(e: exp.Expression) -> str:
         return e.alias
     if isinstance(e, exp.Column):
         return e.name
+    if e.meta.get("weir_output_name"):  # a call, named as it was written
+        return str(e.meta["weir_output_name"])
+    if isinstance(e, exp.Subquery) and isinstance(e.this, exp.Select) and len(e.this.expressions) == 1:
+        return output_name(e.this.expressions[0])  # a scalar subquery: its column's name
     if isinstance(e, exp.Cast):
         inner = e.this
         if isinstance(inner, (exp.Literal, exp.Null)) or inner.name == "":

@@ -550,13 +550,15 @@ def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
     with a quantified subquery are refused (Spark would not parse them; an EXISTS rewrite
     loses the NULL answers)."""
     right = node.expression
+    if isinstance(right, exp.Anonymous) and right.name.lower() in ("all", "some") and len(right.expressions) == 1:
+        right = (exp.All if right.name.lower() == "all" else exp.Any)(this=right.expressions[0])  # ALL (array)
     if not isinstance(right, (exp.Any, exp.All)):
         return node
     query = right.this
     if isinstance(query, exp.Paren):
         query = query.this
     if not isinstance(query, (exp.Subquery, exp.Query)):
-        return node  # x op ANY (array): an array comparison, Spark's exists()/forall()
+        return _array_quantifier(node, right, query)
     subquery = query if isinstance(query, exp.Subquery) else exp.Subquery(this=query)
     if not _in_where_conjunct(node):  # Spark's IN (subquery) answers false, not NULL, elsewhere
         raise _refuse(f"{'ANY' if isinstance(right, exp.Any) else 'ALL'} (subquery) outside a WHERE condition")
@@ -568,6 +570,33 @@ def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
     op = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}.get(
         type(node), type(node).__name__)
     raise _refuse(f"operator {op} {quantifier} (subquery)")
+
+
+_COMPARISON_SQL = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+def _array_quantifier(node: exp.Expression, right: exp.Expression, array: exp.Expression) -> exp.Expression:
+    """`x op ANY (array)` / `x op ALL (array)`: Spark's exists() / forall(), which answer
+    with SQL's three-valued logic as PostgreSQL does (NULL when no element decides it;
+    false / true for an empty array; NULL for a NULL array)."""
+    op = _COMPARISON_SQL[type(node)]
+    fn = "exists" if isinstance(right, exp.Any) else "forall"
+    return _spark(f"{fn}({{a}}, _weir_e -> {{x}} {op} _weir_e)", a=array, x=node.this)
+
+
+def pattern_match(node: exp.Expression, types: Types) -> exp.Expression:
+    """`x LIKE ANY (array)` and the other pattern operators with ANY / ALL: each element is
+    a pattern (Spark would read the array as one pattern and fail)."""
+    right = node.expression
+    if not isinstance(right, (exp.Any, exp.All)):
+        return node
+    array = right.this.this if isinstance(right.this, exp.Paren) else right.this
+    if isinstance(array, (exp.Subquery, exp.Query)):
+        raise _refuse(f"pattern matching with {'ANY' if isinstance(right, exp.Any) else 'ALL'} (subquery)")
+    element = node.copy()
+    element.set("expression", exp.column("_weir_e"))
+    fn = "exists" if isinstance(right, exp.Any) else "forall"
+    return _spark(f"{fn}({{a}}, _weir_e -> {{p}})", a=array, p=element)
 
 
 def _in_where_conjunct(node: exp.Expression) -> bool:

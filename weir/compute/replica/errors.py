@@ -84,6 +84,18 @@ def _overflow_message(p: Mapping[str, str]) -> str:
     return "value out of range: overflow"
 
 
+def _binary_overflow_message(p: Mapping[str, str]) -> str:
+    """Spark shows the operands as SQL values: 7L is a bigint, 7S a smallint, 7 an integer."""
+    operands = [str(p.get(k) or "") for k in ("value1", "value2")]
+    if any(v.endswith("L") for v in operands):
+        return "bigint out of range"
+    if any(v.endswith("S") for v in operands):
+        return "smallint out of range"
+    if all(re.fullmatch(r"-?\d+", v) for v in operands):
+        return "integer out of range"
+    return "value out of range: overflow"
+
+
 # condition (first dotted part) -> (sqlstate, message builder or None to keep Spark's text)
 _Builder = Callable[[Mapping[str, str]], "str | tuple[str, str | None]"]
 _CONDITIONS: dict[str, tuple[str, _Builder | None]] = {
@@ -103,7 +115,7 @@ _CONDITIONS: dict[str, tuple[str, _Builder | None]] = {
     "CAST_OVERFLOW": (SqlState.NUMERIC_VALUE_OUT_OF_RANGE, lambda p: f"{_pg_type(p.get('targetType'))} out of range"),
     "CAST_OVERFLOW_IN_TABLE_INSERT": (SqlState.NUMERIC_VALUE_OUT_OF_RANGE, lambda p: f"{_pg_type(p.get('targetType'))} out of range"),
     "ARITHMETIC_OVERFLOW": (SqlState.NUMERIC_VALUE_OUT_OF_RANGE, _overflow_message),
-    "BINARY_ARITHMETIC_OVERFLOW": (SqlState.NUMERIC_VALUE_OUT_OF_RANGE, lambda p: "value out of range: overflow"),
+    "BINARY_ARITHMETIC_OVERFLOW": (SqlState.NUMERIC_VALUE_OUT_OF_RANGE, _binary_overflow_message),
     "NUMERIC_VALUE_OUT_OF_RANGE": (SqlState.NUMERIC_VALUE_OUT_OF_RANGE, lambda p: "numeric field overflow"),
     "DATATYPE_MISMATCH": (SqlState.DATATYPE_MISMATCH, None),
     "INVALID_ARRAY_INDEX": (SqlState.ARRAY_SUBSCRIPT_ERROR, lambda p: "array subscript out of range"),
@@ -120,10 +132,9 @@ _CONDITIONS: dict[str, tuple[str, _Builder | None]] = {
 }
 
 # Conditions whose PostgreSQL-style message drops something Spark's text tells.
-_SPARK_TEXT_AS_DETAIL = frozenset({
-    "WRONG_NUM_ARGS", "NUMERIC_VALUE_OUT_OF_RANGE", "CAST_OVERFLOW", "UNRESOLVED_FIELD",
-    "BINARY_ARITHMETIC_OVERFLOW", "MISSING_AGGREGATION",
-})
+# (Not the overflows: Spark's text names its own types, DECIMAL(29,0) and 1BD, which
+# PostgreSQL's users never see.)
+_SPARK_TEXT_AS_DETAIL = frozenset({"WRONG_NUM_ARGS", "UNRESOLVED_FIELD", "MISSING_AGGREGATION"})
 
 _NOISE = [
     re.compile(r"^\[[A-Z0-9_.]+\]\s*"),  # [CONDITION] prefix
