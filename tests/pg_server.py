@@ -83,7 +83,7 @@ class PgServer:
                    "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"])
         opts = (f"-p {self.port} -k {self.socket_dir} -c listen_addresses={self.host} "
                 "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-                "-c max_connections=200")
+                "-c max_connections=200 -c timezone=UTC")  # weir's only zone (Debian's initdb picks Etc/UTC)
         self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-o", opts,
                    "-l", str(self.base / "server.log"), "-w", "-t", "60", "start"])
 

@@ -196,6 +196,8 @@ CATEGORIES = ("identical", "allowed", "refused", "follow-on", "undetermined", "d
 UNDETERMINED: tuple[tuple[str, str, str], ...] = (
     ("window", "select x, y,\n       first_value(y) over w", "the two rows with x NULL tie in the "
      "window's ORDER BY x, so which of y = 42 and 43 comes first, and is first_value, is not determined"),
+    ("limit", "select unique1, unique2, generate_series(1,10)", "the ten rows a set-returning function "
+     "makes of one input row tie in the ORDER BY, so their order is not determined"),
 )
 
 _WRITES = re.compile(
@@ -210,6 +212,15 @@ def _written(stmt: str) -> str | None:
     """The relation a statement creates or writes, lower-cased without schema."""
     m = _WRITES.match(stmt)
     return m.group(1).strip('"').split(".")[-1].lower() if m else None
+
+
+def _setting(stmt: str) -> str | None:
+    """The session setting a SET / RESET / SET TIME ZONE statement changes, lower-cased."""
+    m = re.match(r"(?is)\s*(?:set|reset)\s+(?:session\s+|local\s+)?(time\s+zone|[\w.]+)", stmt)
+    if m is None:
+        return None
+    name = " ".join(m.group(1).lower().split())
+    return "timezone" if name == "time zone" else name
 
 
 def _reads(stmt: str, names: set[str]) -> set[str]:
@@ -267,6 +278,7 @@ class ScriptResult:
     counts: Counter[str] = field(default_factory=Counter)
     skipped: int = 0  # psql variables (:'x') or statements that need psql
     differs: list[tuple[str, str, str]] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)  # (statement, weir's error)
     seconds: float = 0.0
 
 
@@ -290,6 +302,7 @@ def run_script(path: Path, pg_dsn: str, weir_dsn: str) -> ScriptResult:
                     execute(pg, s)
                     execute(w, s)
         tainted: set[str] = set()
+        settings: set[str] = set()  # session settings PostgreSQL took and weir refused
         for stmt in statements(text):
             if re.search(r":'\w+'|:\"\w+\"|(?<=\s):[A-Za-z_]\w*", re.sub(r"'(?:[^']|'')*'|::", "", stmt)):
                 res.skipped += 1
@@ -302,11 +315,24 @@ def run_script(path: Path, pg_dsn: str, weir_dsn: str) -> ScriptResult:
                 tainted.add(target)  # the servers now hold different things under this name
             elif target is not None and p.ok and got.ok and stmt.lstrip()[:6].lower() in ("create", "drop t", "drop v"):
                 tainted.discard(target)  # created (or dropped) alike on both again
+            for parent in re.findall(r"(?is)\binherits\s*\(\s*([\w.\"]+)", stmt):
+                if p.ok != got.ok:  # PostgreSQL's parent now reads its children's rows too
+                    tainted.add(parent.strip('"').split(".")[-1].lower())
+            setting = _setting(stmt)
+            if setting is not None:
+                if p.ok and not got.ok:
+                    settings.add(setting)
+                elif p.ok and got.ok:
+                    settings.discard(setting)
+            if cat == "differs" and settings:
+                cat = "follow-on"  # PostgreSQL runs with a setting weir refused (DateStyle, IntervalStyle ...)
             if cat == "differs":
                 cat = refine(stmt, p, got, tainted, path.stem, pg)
             res.counts[cat] += 1
             if cat == "differs":
                 res.differs.append((stmt, p.show(4), got.show(4)))
+            elif cat == "refused":
+                res.refused.append((stmt, got.show(1)))
     res.seconds = time.monotonic() - start
     return res
 
@@ -334,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--weir", help="weir conninfo (default: start `weir serve`)")
     ap.add_argument("--parallel", type=int, default=2)
     ap.add_argument("--details", help="write every differing statement to this file")
+    ap.add_argument("--refusals", help="write weir's error for every refused statement to this file")
     args = ap.parse_args(argv)
     paths = [SQL_DIR / (s if s.endswith(".sql") else s + ".sql") for s in args.scripts] or sorted(SQL_DIR.glob("*.sql"))
     stop = []
@@ -363,6 +390,11 @@ def main(argv: list[str] | None = None) -> int:
             for r in results:
                 for stmt, p, w in r.differs:
                     f.write(f"-- {r.script}\n{stmt};\n--   PostgreSQL: {p}\n--   weir:       {w}\n\n")
+    if args.refusals:
+        with open(args.refusals, "w") as f:
+            for r in results:
+                for stmt, err in r.refused:
+                    f.write(f"-- {r.script}: {err}\n{stmt};\n\n")
     return 0
 
 

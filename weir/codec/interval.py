@@ -9,6 +9,7 @@ constant evaluator keeps full PgIntervals for what a timedelta cannot say.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import struct
 from dataclasses import dataclass
@@ -20,13 +21,28 @@ USEC_PER_DAY = 86_400_000_000
 _INTERVAL = struct.Struct(">qii")
 
 
-@dataclass(frozen=True)
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
 class PgInterval:
-    """An interval value with PostgreSQL's three fields."""
+    """An interval value with PostgreSQL's three fields. Values compare as PostgreSQL
+    compares them, by their span with 30-day months and 24-hour days ('1 month' =
+    '30 days'), though they keep and print their fields."""
 
     months: int = 0
     days: int = 0
     micros: int = 0
+
+    def span(self) -> int:
+        return (self.months * 30 + self.days) * USEC_PER_DAY + self.micros
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PgInterval) and self.span() == other.span()
+
+    def __lt__(self, other: PgInterval) -> bool:
+        return self.span() < other.span()
+
+    def __hash__(self) -> int:
+        return hash(self.span())
 
     def as_timedelta(self) -> dt.timedelta | None:
         """The timedelta that prints and computes the same, or None if there is none."""

@@ -130,8 +130,12 @@ def _eval(e: exp.Expression) -> Value:
         a, _ = _eval(e.this)
         return (None if a is None else not a), T.BOOL
     if isinstance(e, exp.DPipe):
-        a, _ = _eval(e.this)
-        b, _ = _eval(e.expression)
+        a, ta = _eval(e.this)
+        b, tb = _eval(e.expression)
+        if T.JSONB.oid in (ta.oid, tb.oid):  # jsonb's || and = (weir.sql.jsonb), not text's
+            raise NotConstant
+        if not (_textual(ta) or _textual(tb)):  # text || anything; never two non-text values
+            raise WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {ta.name} || {tb.name}")
         return (None if a is None or b is None else _text(a) + _text(b)), T.TEXT
     if isinstance(e, (exp.Log, exp.Ln, exp.Exp, exp.Sqrt)):
         return _math(e)
@@ -141,6 +145,10 @@ def _eval(e: exp.Expression) -> Value:
         a, _ = _eval(e.this)
         return (None if a is None else (a.upper() if isinstance(e, exp.Upper) else a.lower())), T.TEXT
     raise NotConstant
+
+
+def _textual(t: PgType) -> bool:
+    return t.oid in (T.TEXT.oid, T.VARCHAR.oid, 1042, 19, T.UNKNOWN.oid) or t.is_array
 
 
 def _text(v: Any) -> str:
@@ -235,6 +243,8 @@ def _arith(e: exp.Binary) -> Value:
 def _compare(e: exp.Binary) -> Value:
     a, ta = _eval(e.this)
     b, tb = _eval(e.expression)
+    if T.JSONB.oid in (ta.oid, tb.oid):
+        raise NotConstant
     if a is None or b is None:
         return None, T.BOOL
     if type(a) is not type(b) and not (isinstance(a, (int, float, decimal.Decimal))
@@ -264,5 +274,6 @@ def _cast(e: exp.Cast) -> Value:
     if isinstance(v, (dt.date, dt.datetime, dt.timedelta)):
         raise NotConstant
     if t.oid in (T.FLOAT4.oid, T.FLOAT8.oid) and target.oid in _INT_RANGE:
-        v = decimal.Decimal(repr(v))
+        # rint() of the exact binary value (repr's shortest digits of 2^63 - 1024 are 9223372036854774000)
+        v = decimal.Decimal(round(v)) if v == v and v not in (float("inf"), float("-inf")) else decimal.Decimal(repr(v))
     return coerce(v if not isinstance(v, bool) or target.oid == T.BOOL.oid else str(v).lower(), target), target

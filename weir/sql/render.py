@@ -59,10 +59,8 @@ def output_name(e: exp.Expression) -> str:
     if isinstance(e, exp.Subquery) and isinstance(e.this, exp.Select) and len(e.this.expressions) == 1:
         return output_name(e.this.expressions[0])  # a scalar subquery: its column's name
     if isinstance(e, exp.Cast):
-        inner = e.this
-        if isinstance(inner, (exp.Literal, exp.Null)) or inner.name == "":
-            return _type_label(e.to)
-        return output_name(inner)
+        # the argument's name when it is a column's or a call's, else the type's
+        return output_name(e.this) if _named(e.this) else _type_label(e.to)
     if isinstance(e, (exp.Paren, exp.Filter)):
         return output_name(e.this)
     if isinstance(e, exp.Case):
@@ -87,7 +85,20 @@ def output_name(e: exp.Expression) -> str:
     return "?column?"
 
 
+def _named(e: exp.Expression) -> bool:
+    """Whether PostgreSQL's FigureColname gives `e` a strong name (a column's, a call's,
+    ARRAY[...]'s), which a cast around it keeps; a constant's, a CASE's or an inner
+    cast's type name is weaker than the outer cast's type."""
+    while isinstance(e, (exp.Paren, exp.Cast)) and not e.meta.get("weir_folded"):
+        e = e.this
+    if e.meta.get("weir_folded") or isinstance(e, (exp.Literal, exp.Null, exp.Case, exp.Boolean)):
+        return False
+    return isinstance(e, (exp.Column, exp.Subquery, exp.Func)) or bool(e.meta.get("weir_output_name"))
+
+
 def _type_label(to: exp.DataType) -> str:
+    if to.this == exp.DataType.Type.ARRAY and to.expressions:
+        return _type_label(to.expressions[0])  # the type's last name: text[] is "text"
     labels = {
         "INT": "int4", "BIGINT": "int8", "SMALLINT": "int2", "TEXT": "text", "VARCHAR": "varchar",
         "BOOLEAN": "bool", "DOUBLE": "float8", "FLOAT": "float4", "DECIMAL": "numeric",
@@ -294,7 +305,10 @@ def literal(value: Any, t: PgType) -> exp.Expression:
         return exp.HexString(this=bytes(value).hex())
     if t.oid == T.UUID.oid:
         return exp.Literal.string(str(value) if not isinstance(value, uuid.UUID) else str(value))
-    return exp.Literal.string(str(value))
+    lit = exp.Literal.string(str(value))
+    if t.oid in (T.JSONB.oid, T.BY_NAME["json"].oid):  # not an untyped literal (weir.sql.infer, .jsonb)
+        lit.meta["weir_type"] = t.name
+    return lit
 
 
 def _decimal_ddl(d: decimal.Decimal) -> str:
@@ -506,6 +520,7 @@ def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
             if target is None or target.oid in (T.TEXT.oid, T.VARCHAR.oid, T.UNKNOWN.oid):
                 return node
             folded = fold(node, target)
+            folded.meta["weir_folded"] = True  # a constant still, for the names of casts around it
             if isinstance(node.parent, exp.Select) and node.arg_key == "expressions":
                 return exp.alias_(folded, output_name(node))  # a result column keeps its name ('bytea')
             return folded

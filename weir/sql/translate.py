@@ -33,6 +33,9 @@ def _spark(template: str, **args: exp.Expression) -> exp.Expression:
     return tree.transform(put)
 
 
+spark_template = _spark  # for the other translation modules (weir.sql.text_functions)
+
+
 def _raise(sqlstate: str, message: str) -> str:
     return f"raise_error('{runtime_marker(sqlstate, message)}')"
 
@@ -158,12 +161,32 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
         return _cat(node.this, node.expression)
     if infer.is_jsonb(a) or infer.is_jsonb(b):
         raise _refuse("operator || on jsonb")
+    if a is not None and b is not None and not (_text_operand(a) or _text_operand(b)):
+        # PostgreSQL's || concatenates text with anything, never two non-text values
+        raise WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {a.name} || {b.name}",
+                        hint="No operator matches the given name and argument types. "
+                             "You might need to add explicit type casts.")
     for key, t in (("this", a), ("expression", b)):
         if infer.is_numeric(t) or infer.is_float(t):  # as its text output
             text = exp.Cast(this=node.args[key], to=exp.DataType.build("TEXT"))
             node.set(key, cast(text, types) if t is not None and t.precision is None else text)
         elif t is not None and t.oid not in _TEXTISH:
             raise _refuse(f"operator || with an operand of type {t.name}")
+    return node
+
+
+def _text_operand(t: T.PgType) -> bool:
+    return infer.is_text(t) or t.oid == T.UNKNOWN.oid
+
+
+def length(node: exp.Expression, types: Types) -> exp.Expression:
+    """length() exists for text and bytea (Spark also counts the digits of a number)."""
+    t = types.of(node.this)
+    if t is not None and not (_text_operand(t) or t.oid == T.BYTEA.oid):
+        name = str(node.meta.get("weir_output_name") or "length")
+        raise WeirError(SqlState.UNDEFINED_FUNCTION, f"function {name}({t.name}) does not exist",
+                        hint="No function matches the given name and argument types. "
+                             "You might need to add explicit type casts.")
     return node
 
 
@@ -214,6 +237,7 @@ def division(node: exp.Expression, types: Types) -> exp.Expression:
     doubles: Spark's `div` (exact for bigints) in the wider operand type. The types come
     from weir's own inference, which sees through inlined views and subqueries wherever
     sqlglot's qualification (weir.sql.render.typed_division) gives up."""
+    _constant_division_by_zero(node)
     a, b = types.of(node.this), types.of(node.expression)
     if infer.is_int(a) and infer.is_int(b) and a is not None and b is not None:
         wider = max((a, b), key=lambda t: t.typlen)
@@ -233,7 +257,27 @@ def _no_interval_output(node: exp.Expression, types: Types) -> None:
         raise _refuse("interval arithmetic in a result column")
 
 
+def _number(e: exp.Expression) -> float | None:
+    """The value of a numeric literal, parenthesised or negated, else None."""
+    while isinstance(e, (exp.Paren, exp.Neg)):
+        e = e.this
+    if isinstance(e, exp.Literal) and not e.is_string:
+        try:
+            return float(e.this)
+        except ValueError:
+            return None
+    return None
+
+
+def _constant_division_by_zero(node: exp.Expression) -> None:
+    """PostgreSQL folds constant expressions when it plans a query, so `1/0` fails even in
+    a CASE branch no row reaches; Spark would never evaluate it."""
+    if _number(node.this) is not None and _number(node.expression) == 0:
+        raise WeirError(SqlState.DIVISION_BY_ZERO, "division by zero")
+
+
 def mod(node: exp.Expression, types: Types) -> exp.Expression:
+    _constant_division_by_zero(node)
     a, b = types.of(node.this), types.of(node.expression)
     if infer.is_float(a) or infer.is_float(b):
         raise WeirError(SqlState.UNDEFINED_FUNCTION,
@@ -256,8 +300,14 @@ def subscript(node: exp.Expression, types: Types) -> exp.Expression:
 _EXTRACT = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "QUARTER", "DOY", "WEEK"}
 
 
+_TIME_OF_DAY = {"HOUR", "MINUTE", "SECOND", "MILLISECONDS", "MICROSECONDS", "TIMEZONE", "TIMEZONE_HOUR",
+                "TIMEZONE_MINUTE"}
+
+
 def extract(node: exp.Expression, types: Types) -> exp.Expression:
     field = node.this.name.upper()
+    if field in _TIME_OF_DAY and infer.is_date(types.of(node.expression)):
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f'unit "{field.lower()}" not supported for type date')
     if field == "DOW":
         return _spark("(dayofweek({x}) - 1)", x=node.expression)
     if field not in _EXTRACT:
@@ -509,6 +559,8 @@ def timestamp_trunc(node: exp.Expression, types: Types) -> exp.Expression:
     millennia are computed (Spark gives NULL), an unknown unit is an error (Spark: NULL)."""
     source = types.of(node.this)
     ntz = source is not None and source.oid == T.TIMESTAMP.oid
+    if node.args.get("zone") is not None:  # was ignored: truncated in UTC
+        raise _refuse("date_trunc with a time zone argument")
     unit_node = node.args.get("unit")
     unit = unit_node.name.lower() if unit_node is not None else ""
     if unit in _TRUNC_YEARS:
