@@ -13,7 +13,9 @@ import pytest
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
-SETUP = ["CREATE TABLE sem_t (x int, f float8, ts timestamp)",
+SETUP = ["CREATE TABLE sem_rx (t text)",
+         "INSERT INTO sem_rx VALUES (E'a\\nc'), ('abc'), (E'abc\\n'), ('Hello'), (NULL), ('x1y22'), ('ÄÖ')",
+         "CREATE TABLE sem_t (x int, f float8, ts timestamp)",
          "INSERT INTO sem_t VALUES (1, 100, '2024-01-01 00:00:00'), (NULL, 10, '2024-01-01 13:05:00'), "
          "(3, NULL, NULL)",
          "CREATE TABLE sem_c (c char(4), v varchar(4))",
@@ -90,6 +92,13 @@ SAME = [
     # intervals compare by their span, a month being 30 days
     "SELECT '30 days'::interval = '1 month'::interval, '1 day'::interval < '25 hours'::interval",
     "SELECT CASE WHEN x > 100 THEN x / 0 ELSE 0 END, chr(x + 64) FROM sem_t",
+    # PostgreSQL's regular expressions: . matches a newline, $ only the end, flags, ASCII classes
+    "SELECT t ~ 'a.c', t ~ 'c$', t ~ '^\\w+$', t ~* 'HELLO', t !~ 'x', t !~* 'X', t ~ '[[:digit:]]' FROM sem_rx",
+    "SELECT regexp_like(t, 'a.c', 'n'), regexp_like(t, 'HEL', 'i'), regexp_like(t, 'HEL', 'ic'), "
+    "regexp_like(t, '^c$', 'n') FROM sem_rx",
+    "SELECT substring(t from '[0-9]+'), substring(t from 'x(.)y'), substring(t from 'zz'), "
+    "substring(t from 2 for 2) FROM sem_rx",
+    "SELECT t ~ ANY (ARRAY['^a', 'y2']), t ~* ALL (ARRAY['X', '1']), t LIKE ALL (ARRAY['%1%', 'x%']) FROM sem_rx",
 ]
 
 # Compared in order: the statement's ORDER BY decides it.
@@ -215,6 +224,7 @@ def test_numeric_output_is_materializes(server: WeirServer) -> None:
     "CREATE TEMPORARY TABLE sem_tmp (a int)",  # was created as a permanent table
     "CREATE TABLE sem_child (b int) INHERITS (sem_t)",
     "SELECT date_trunc('day', ts::timestamptz, 'Australia/Sydney') FROM sem_t",  # the zone was ignored
+    "SELECT t ~ t FROM sem_rx",  # Java's $ also matches before a final newline: only constants are rewritten
 ])
 def test_refused_not_approximated(both, sql: str) -> None:  # noqa: ANN001
     w, _ = both
@@ -262,6 +272,7 @@ def test_errors_without_internals(both) -> None:  # noqa: ANN001
     "SELECT CASE WHEN x > 100 THEN 1/0 ELSE 0 END FROM sem_t", "SELECT length(x) FROM sem_t",
     "SELECT 3 || 4.0", "SELECT x || 4.0 FROM sem_t", "SELECT chr(x - 10) FROM sem_t", "SELECT chr(0)",
     "SELECT EXTRACT(HOUR FROM ts::date) FROM sem_t",
+    "SELECT regexp_like(t, 'a', 'g') FROM sem_rx", "SELECT t ~ '[[:nope:]]' FROM sem_rx",
 ])
 def test_errors_as_postgres(both, sql: str) -> None:  # noqa: ANN001
     """The SQLSTATE and message PostgreSQL gives, no detail naming Spark's types."""

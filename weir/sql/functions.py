@@ -16,7 +16,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
-from weir.sql import shape, text_functions
+from weir.sql import regex, shape, text_functions
 from weir.sql import translate as tr
 from weir.sql.infer import COLUMNS_META, Types
 
@@ -203,6 +203,10 @@ def check(expr: exp.Expression) -> exp.Expression:
     return tree
 
 
+_QUANTIFIED = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Like, exp.ILike, exp.RegexpLike,
+               exp.RegexpILike)
+
+
 def _visit(node: exp.Expression, types: Types) -> exp.Expression:
     handler = _HANDLERS.get(type(node))
     if handler is not None:
@@ -217,8 +221,8 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
         name = node.name.lower()
         if name in _ANON_PASS or node.meta.get("weir_literal"):
             return node
-        if name in ("all", "some") and isinstance(node.parent, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)):
-            return node  # x op ALL / SOME (array): rewritten with its comparison (translate.comparison)
+        if name in ("all", "some") and isinstance(node.parent, _QUANTIFIED):
+            return node  # x op ALL / SOME (array): rewritten with its operator (translate.quantifier)
         if name == "pg_typeof":
             return tr.pg_typeof(node, types)
         if name == "to_char":
@@ -247,3 +251,4 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Length: tr.length,
 }
 _HANDLERS.update(text_functions.HANDLERS)  # left, right, lpad, rpad, concat_ws, split_part, translate, chr
+_HANDLERS.update(regex.HANDLERS)  # ~, ~*, regexp_like, substring(s FROM pattern): Java patterns

@@ -77,6 +77,8 @@ def output_name(e: exp.Expression) -> str:
         return e.meta.get("weir_output_name") or e.name.lower()
     if isinstance(e, (exp.CurrentUser, exp.SessionUser)):
         return "current_user" if isinstance(e, exp.CurrentUser) else "session_user"
+    if isinstance(e, exp.Binary):
+        return "?column?"  # an operator (~ is sqlglot's RegexpLike), not a call: those carry their name
     if isinstance(e, exp.Func):
         from weir.sql.functions import pg_name
 

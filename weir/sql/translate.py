@@ -601,10 +601,8 @@ def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
     (subquery)` in PostgreSQL, NULLs included; Spark has only the IN forms. Other operators
     with a quantified subquery are refused (Spark would not parse them; an EXISTS rewrite
     loses the NULL answers)."""
-    right = node.expression
-    if isinstance(right, exp.Anonymous) and right.name.lower() in ("all", "some") and len(right.expressions) == 1:
-        right = (exp.All if right.name.lower() == "all" else exp.Any)(this=right.expressions[0])  # ALL (array)
-    if not isinstance(right, (exp.Any, exp.All)):
+    right = quantifier(node.expression)
+    if right is None:
         return node
     query = right.this
     if isinstance(query, exp.Paren):
@@ -618,10 +616,10 @@ def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
         return exp.In(this=node.this, query=subquery)
     if isinstance(node, exp.NEQ) and isinstance(right, exp.All):
         return exp.Not(this=exp.In(this=node.this, query=subquery))
-    quantifier = "ANY" if isinstance(right, exp.Any) else "ALL"
+    which = "ANY" if isinstance(right, exp.Any) else "ALL"
     op = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}.get(
         type(node), type(node).__name__)
-    raise _refuse(f"operator {op} {quantifier} (subquery)")
+    raise _refuse(f"operator {op} {which} (subquery)")
 
 
 _COMPARISON_SQL = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -636,11 +634,19 @@ def _array_quantifier(node: exp.Expression, right: exp.Expression, array: exp.Ex
     return _spark(f"{fn}({{a}}, _weir_e -> {{x}} {op} _weir_e)", a=array, x=node.this)
 
 
+def quantifier(right: exp.Expression) -> exp.Any | exp.All | None:
+    """ANY / SOME / ALL (...) on the right of an operator (sqlglot reads SOME and ALL of an
+    array as function calls), else None."""
+    if isinstance(right, exp.Anonymous) and right.name.lower() in ("all", "some") and len(right.expressions) == 1:
+        return (exp.All if right.name.lower() == "all" else exp.Any)(this=right.expressions[0])
+    return right if isinstance(right, (exp.Any, exp.All)) else None
+
+
 def pattern_match(node: exp.Expression, types: Types) -> exp.Expression:
     """`x LIKE ANY (array)` and the other pattern operators with ANY / ALL: each element is
     a pattern (Spark would read the array as one pattern and fail)."""
-    right = node.expression
-    if not isinstance(right, (exp.Any, exp.All)):
+    right = quantifier(node.expression)
+    if right is None:
         return node
     array = right.this.this if isinstance(right.this, exp.Paren) else right.this
     if isinstance(array, (exp.Subquery, exp.Query)):
