@@ -224,6 +224,9 @@ def parse_array(s: str) -> list[Any]:
         m = _DIMS_RE.match(s, i)
         if m is None:
             raise _malformed(s, 'Missing "=" after array dimensions.')
+        lowers = re.findall(r"\[\s*([+-]?\d+)\s*:", m.group(0))
+        if any(int(lower) != 1 for lower in lowers):  # weir's arrays start at 1 (they would print without it)
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "arrays with a lower bound other than 1 are not supported")
         i = m.end()
     if i >= n or s[i] != "{":
         raise _malformed(s, 'Array value must start with "{" or dimension information.')

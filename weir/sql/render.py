@@ -266,6 +266,8 @@ def literal(value: Any, t: PgType) -> exp.Expression:
         return exp.Cast(this=exp.Null(), to=exp.DataType.build(t.spark_ddl, dialect="spark"))
     if t.is_array:
         assert t.element is not None
+        if any(isinstance(v, list) for v in value):
+            raise _multidimensional()
         arr = exp.Array(expressions=[literal(v, t.element) for v in value])
         # typed, or Spark gives an empty ARRAY() the element type void
         return exp.Cast(this=arr, to=exp.DataType.build(t.spark_ddl, dialect="spark"))
@@ -311,6 +313,12 @@ def literal(value: Any, t: PgType) -> exp.Expression:
     if t.oid in (T.JSONB.oid, T.BY_NAME["json"].oid):  # not an untyped literal (weir.sql.infer, .jsonb)
         lit.meta["weir_type"] = t.name
     return lit
+
+
+def _multidimensional() -> WeirError:
+    """weir's arrays have one dimension on Spark (a nested array would print as Spark's
+    text of a list): multidimensional arrays are refused."""
+    return WeirError(SqlState.FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported")
 
 
 def _decimal_ddl(d: decimal.Decimal) -> str:

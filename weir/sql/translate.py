@@ -110,6 +110,9 @@ def array_agg(node: exp.Expression, types: Types) -> exp.Expression:
         arg = arg.this
     if isinstance(arg, exp.Distinct):
         raise _refuse("array_agg(DISTINCT ...)")
+    t = types.of(arg)
+    if t is not None and t.is_array:  # PostgreSQL makes a multidimensional array of them
+        raise _refuse("array_agg of arrays")
     if not keys:
         return _spark("IF(size(collect_list(named_struct('v', {x}))) = 0, NULL, "
                       "transform(collect_list(named_struct('v', {x})), s -> s.v))", x=arg)
@@ -172,6 +175,16 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
             node.set(key, cast(text, types) if t is not None and t.precision is None else text)
         elif t is not None and t.oid not in _TEXTISH:
             raise _refuse(f"operator || with an operand of type {t.name}")
+    return node
+
+
+def array_constructor(node: exp.Expression, types: Types) -> exp.Expression:
+    """ARRAY[...] of arrays is multidimensional in PostgreSQL: weir's arrays have one
+    dimension on Spark (it would make an array of arrays and print Spark's text of it)."""
+    for e in node.expressions:
+        t = types.of(e)
+        if isinstance(e, exp.Array) or (t is not None and t.is_array):
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported")
     return node
 
 
