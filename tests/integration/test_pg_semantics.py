@@ -13,7 +13,10 @@ import pytest
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
-SETUP = ["CREATE TABLE sem_rx (t text)",
+SETUP = ["CREATE TABLE sem_tz (ts timestamp)",
+         "INSERT INTO sem_tz VALUES ('2014-10-26 01:00:00'), ('2014-10-26 01:59:59'), ('2014-10-26 00:59:59'), "
+         "('2024-11-03 01:30:00'), ('2024-03-10 02:30:00'), ('2024-06-01 12:00:00'), (NULL)",
+         "CREATE TABLE sem_rx (t text)",
          "INSERT INTO sem_rx VALUES (E'a\\nc'), ('abc'), (E'abc\\n'), ('Hello'), (NULL), ('x1y22'), ('ÄÖ')",
          "CREATE TABLE sem_t (x int, f float8, ts timestamp)",
          "INSERT INTO sem_t VALUES (1, 100, '2024-01-01 00:00:00'), (NULL, 10, '2024-01-01 13:05:00'), "
@@ -92,6 +95,10 @@ SAME = [
     # intervals compare by their span, a month being 30 days
     "SELECT '30 days'::interval = '1 month'::interval, '1 day'::interval < '25 hours'::interval",
     "SELECT CASE WHEN x > 100 THEN x / 0 ELSE 0 END, chr(x + 64) FROM sem_t",
+    # a wall-clock time that happens twice is the later instant (Spark took the earlier)
+    "SELECT ts, ts AT TIME ZONE 'Europe/Moscow', ts AT TIME ZONE 'America/New_York', "
+    "ts AT TIME ZONE 'Australia/Lord_Howe' FROM sem_tz",
+    "SELECT '2014-10-26 01:00:00'::timestamp AT TIME ZONE 'Europe/Moscow'",
     # PostgreSQL's regular expressions: . matches a newline, $ only the end, flags, ASCII classes
     "SELECT t ~ 'a.c', t ~ 'c$', t ~ '^\\w+$', t ~* 'HELLO', t !~ 'x', t !~* 'X', t ~ '[[:digit:]]' FROM sem_rx",
     "SELECT regexp_like(t, 'a.c', 'n'), regexp_like(t, 'HEL', 'i'), regexp_like(t, 'HEL', 'ic'), "

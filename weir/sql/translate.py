@@ -501,9 +501,9 @@ def _character(node: exp.Cast, target: T.PgType, types: Types) -> exp.Expression
 def at_time_zone(node: exp.Expression, types: Types) -> exp.Expression:
     """`timestamp AT TIME ZONE z` reads the wall-clock time in z and is a timestamptz;
     `timestamptz AT TIME ZONE z` is the wall-clock time in z, a timestamp (sqlglot renders
-    both as from_utc_timestamp: the first went the wrong way). Spark resolves a wall-clock
-    time that happens twice (clocks set back) to the earlier offset, PostgreSQL to the
-    later one: that hour can differ."""
+    both as from_utc_timestamp: the first went the wrong way). A wall-clock time that
+    happens twice (clocks set back) is the later instant, as in PostgreSQL (Spark's
+    to_utc_timestamp takes the earlier one)."""
     source = types.of(node.this)
     zone = node.args.get("zone")
     if zone is None:
@@ -511,12 +511,26 @@ def at_time_zone(node: exp.Expression, types: Types) -> exp.Expression:
     if source is not None and source.oid in (T.TIMESTAMP.oid, T.DATE.oid):
         wall = exp.Cast(this=node.this, to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark")) \
             if source.oid == T.DATE.oid else node.this
-        return _call("to_utc_timestamp", _ltz(wall), zone)
+        return _later_when_repeated(_call("to_utc_timestamp", _ltz(wall), zone), zone)
     if source is None or not infer.is_timestamp(source) and source.oid != T.UNKNOWN.oid:
         raise _refuse(f"AT TIME ZONE of {source.name if source is not None else 'this expression'}")
     # timestamptz (an untyped literal is read as one, as PostgreSQL does)
     return exp.Cast(this=_call("from_utc_timestamp", _ltz(node.this), zone),
                     to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
+
+
+def _later_when_repeated(instant: exp.Expression, zone: exp.Expression) -> exp.Expression:
+    """The later of the two instants a repeated wall-clock time names: when the zone's
+    offset a day later is smaller, and the instant shifted by the difference shows the same
+    wall-clock time, that one."""
+    off = "(unix_micros(from_utc_timestamp({c}, {z})) - unix_micros({c}))"
+    off_next = "(unix_micros(from_utc_timestamp({c} + INTERVAL 1 DAY, {z})) - unix_micros({c} + INTERVAL 1 DAY))"
+    later = f"timestamp_micros(unix_micros({{c}}) + {off} - {off_next})"
+    tree = _spark(f"CASE WHEN {off} > {off_next} AND from_utc_timestamp({later}, {{z}}) = from_utc_timestamp({{c}}, {{z}}) "
+                  f"THEN {later} ELSE {{c}} END", c=instant, z=zone)
+    for call in tree.find_all(exp.Anonymous):
+        call.meta["weir_literal"] = True  # weir's own Spark calls
+    return tree
 
 
 def _ltz(x: exp.Expression) -> exp.Expression:
