@@ -12,6 +12,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from weir.errors import SqlState, WeirError
+from weir.sql import escapes
 from weir.sql import statements as st
 from weir.sql.dialect import Weir
 
@@ -84,6 +85,7 @@ def split(sql: str) -> list[str]:
         tokens = _DIALECT.tokenize(sql)
     except TokenError as e:
         raise WeirError(SqlState.SYNTAX_ERROR, _token_error(e)) from None
+    escapes.check(sql, tokens)
     parts: list[str] = []
     start = 0
     for tok in tokens:
@@ -206,6 +208,7 @@ def parse_statement(text: str) -> st.Statement:
     special = _parse_special(text, head)
     if special is not None:
         return special
+    escapes.check(text)
     try:
         exprs = sqlglot.parse(text, dialect=_DIALECT)
     except (ParseError, TokenError) as e:
