@@ -1,4 +1,4 @@
-"""Unicode escapes in E'...' and U&'...' constants are checked as PostgreSQL checks them
+"""Syntax PostgreSQL rejects and sqlglot lets pass: Unicode escapes in E'...' and U&'...' constants
 (sqlglot dropped the backslash of one it could not decode: E'\\u061' was 'u061')."""
 
 from __future__ import annotations
@@ -39,3 +39,12 @@ def test_bad_unicode_escapes_are_postgres_errors(sql: str, state: str, message: 
 def test_good_unicode_escapes_pass(sql: str) -> None:
     parse.split(sql)
     parse.parse_statement(sql)
+
+
+@pytest.mark.parametrize("sql", ["SELECT rank() OVER (PARTITION BY a, ORDER BY b) FROM t", "SELECT a, FROM t",
+                                 "SELECT f(a,) FROM t", "SELECT a FROM t WHERE a IN (1, 2,)"])
+def test_a_dangling_comma_is_a_syntax_error(sql: str) -> None:
+    """sqlglot's parser let a comma with nothing after it pass (PostgreSQL: 42601)."""
+    with pytest.raises(WeirError) as info:
+        parse.parse_statement(sql)
+    assert info.value.sqlstate == "42601"

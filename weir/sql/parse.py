@@ -208,9 +208,11 @@ def parse_statement(text: str) -> st.Statement:
     special = _parse_special(text, head)
     if special is not None:
         return special
-    escapes.check(text)
     try:
-        exprs = sqlglot.parse(text, dialect=_DIALECT)
+        tokens = _DIALECT.tokenize(text)
+        escapes.check(text, tokens)
+        _no_dangling_comma(tokens)
+        exprs = _DIALECT.parser().parse(tokens, text)
     except (ParseError, TokenError) as e:
         raise WeirError(SqlState.SYNTAX_ERROR, _parse_error_message(e, text)) from None
     exprs = [e for e in exprs if e is not None]
@@ -218,6 +220,18 @@ def parse_statement(text: str) -> st.Statement:
         return st.Empty(text)
     expr = exprs[0]
     return _classify(text, expr)
+
+
+# A comma before these ends a list that has no next element: PostgreSQL's syntax error,
+# which sqlglot's parser lets pass (`PARTITION BY a, ORDER BY b`, `SELECT a, FROM t`).
+_NOT_AFTER_COMMA = frozenset({TokenType.ORDER_BY, TokenType.FROM, TokenType.WHERE, TokenType.GROUP_BY,
+                              TokenType.HAVING, TokenType.LIMIT, TokenType.R_PAREN})
+
+
+def _no_dangling_comma(tokens: list) -> None:
+    for before, tok in zip(tokens, tokens[1:], strict=False):
+        if before.token_type == TokenType.COMMA and tok.token_type in _NOT_AFTER_COMMA:
+            raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{tok.text.split()[0]}"')
 
 
 def _parse_error_message(e: Exception, text: str) -> str:
