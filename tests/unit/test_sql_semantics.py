@@ -89,11 +89,10 @@ def test_array_agg_keeps_nulls_and_order() -> None:
 @pytest.mark.parametrize(("sql", "state"), [
     ("SELECT log(n) FROM t", "0A000"),
     ("SELECT exp(n) FROM t", "0A000"),
-    ("SELECT j -> 'a' FROM t", "0A000"),
-    ("SELECT j ->> 'a' FROM t", "0A000"),
-    ("SELECT j || j FROM t", "0A000"),
-    ("SELECT j @> j FROM t", "0A000"),
-    ("SELECT jsonb_typeof(j) FROM t", "0A000"),
+    ("SELECT j < j FROM t", "0A000"),  # jsonb's order is not its text's (weir.sql.jsonb)
+    ("SELECT x FROM t ORDER BY j", "0A000"),
+    ("SELECT jsonb_set(j, '{a}', '1') FROM t", "0A000"),
+    ("SELECT jsonb_each(j) FROM t", "0A000"),
     ("SELECT nosuch(x) FROM t", "42883"),
     ("SELECT INTERVAL '1 month' FROM t", "0A000"),
     ("SELECT i * 2 FROM t", "0A000"),

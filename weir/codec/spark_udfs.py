@@ -7,6 +7,14 @@ Spark prints a double as Java does (`3.0`, `1.0E10`, and on JDK 17 not always th
 shortest digits); PostgreSQL prints the shortest exact digits (`3`, `10000000000`,
 `1e-05`). weir's codec already prints PostgreSQL's form for results, so `float::text`
 and `float || text` on Spark use the same function.
+
+jsonb operators and functions are one UDF, `weir_jsonb(operation, args...)`, over
+`weir.codec.jsonb_ops` (one registration per session, not one per function). Its
+result is always a string (booleans and integers are cast back by the SQL, rows of
+set-returning functions are JSON for from_json); a PostgreSQL error is returned as a
+runtime marker that the SQL turns into raise_error(), so that an error is raised only
+where PostgreSQL would evaluate the call (Spark evaluates Python UDFs inside CASE
+branches for every row).
 """
 
 from __future__ import annotations
@@ -14,15 +22,42 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from weir.codec import jsonb_ops
 from weir.codec import numeric as cnum
+from weir.errors import WeirError, runtime_marker
 
 
 def _null_safe(f: Callable[[Any], str]) -> Callable[[Any], str | None]:
     return lambda v: None if v is None else f(v)
 
 
+# operations whose NULL arguments do not make their result NULL
+_NOT_STRICT = frozenset({"value", "build_object", "build_array", "agg", "object_agg"})
+
+
+def weir_jsonb(operation: str, *args: Any) -> str | None:
+    """One jsonb operation (`jsonb_ops.OPERATIONS`). An operation named with a final
+    `!` may fail: its result is prefixed with `+`, or is a runtime marker (a prefix no
+    result text can fake, whatever the data holds)."""
+    checked = operation.endswith("!")
+    name = operation.rstrip("!")
+    if name not in _NOT_STRICT and any(a is None for a in args):
+        return None
+    try:
+        out = jsonb_ops.OPERATIONS[name](*args)
+    except WeirError as e:
+        if not checked:
+            raise
+        return runtime_marker(e.sqlstate, e.message)
+    if out is None:
+        return None
+    text = out if isinstance(out, str) else ("true" if out else "false") if isinstance(out, bool) else str(out)
+    return "+" + text if checked else text
+
+
 # name -> (Python function, Spark return type)
-UDFS: dict[str, tuple[Callable[[Any], str | None], str]] = {
+UDFS: dict[str, tuple[Callable[..., str | None], str]] = {
     "weir_float8_out": (_null_safe(cnum.float8_out), "string"),
     "weir_float4_out": (_null_safe(cnum.float4_out), "string"),
+    "weir_jsonb": (weir_jsonb, "string"),
 }

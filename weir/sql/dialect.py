@@ -29,6 +29,9 @@ class Weir(Postgres):
         # mz_logical_timestamp() is Materialize's older name of mz_now()
         # E'...' is an escape string: text (its escapes already read by the tokenizer), not
         # sqlglot's ByteString, which typed casts (E'\\x01'::bytea) would take as raw bytes
+        # PostgreSQL has no lambdas: `f(j -> 'a')` is jsonb's -> in an argument, not `j -> 'a'`
+        # a lambda of j (sqlglot's reading; `=>` named arguments stay)
+        LAMBDAS = {k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW}
         PRIMARY_PARSERS = {**Postgres.Parser.PRIMARY_PARSERS,
                            TokenType.BYTE_STRING: lambda self, token: self.expression(
                                exp.Literal.string(token.text), token)}

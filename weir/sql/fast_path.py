@@ -247,6 +247,9 @@ def plan(expr: exp.Expression, resolver: Resolver,
     try:
         project, names = _projection(expr, cols)
         where = expr.args.get("where")
+        if where is not None and any(desc.columns[cols.position(c)].type.name in ("jsonb", "json")
+                                     for c in where.find_all(exp.Column)):
+            return None  # jsonb compares as values ('1.0' = '1'), not as the text an arrangement holds
         flt = _filter(where.this, cols) if where is not None else None
         order = []
         if expr.args.get("order"):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
-from weir.sql import regex, shape, text_functions
+from weir.sql import jsonb, regex, shape, text_functions
 from weir.sql import translate as tr
 from weir.sql.infer import COLUMNS_META, Types
 
@@ -61,14 +61,12 @@ def is_syntax(node: exp.Expression) -> bool:
 _KNOWN_PG = frozenset("""
 age array_lower array_upper array_dims array_fill array_positions array_replace btrim
 date_bin date_part decode encode factorial format gcd gen_random_uuid initcap isfinite
-json_agg json_build_array json_build_object json_object_agg jsonb_agg jsonb_array_elements
-jsonb_array_elements_text jsonb_array_length jsonb_build_array jsonb_build_object jsonb_each
-jsonb_each_text jsonb_extract_path jsonb_extract_path_text jsonb_insert jsonb_object_agg
-jsonb_object_keys jsonb_pretty jsonb_set jsonb_strip_nulls jsonb_typeof justify_days
+json_agg json_build_array json_build_object json_object_agg
+jsonb_extract_path jsonb_extract_path_text jsonb_insert jsonb_set justify_days
 justify_hours justify_interval lcm log10 make_interval make_time make_timestamp
 make_timestamptz min_scale overlay quote_ident quote_literal quote_nullable regexp_match
 regexp_matches regexp_split_to_array regexp_split_to_table row_to_json scale sha224 sha256
-sha384 sha512 string_to_array to_date to_hex to_json to_jsonb to_number to_timestamp
+sha384 sha512 string_to_array to_date to_hex to_json to_number to_timestamp
 translate trim_scale trunc width_bucket split_part left right lpad rpad concat concat_ws
 substring substr array_to_string array_remove array_append array_prepend array_position
 stddev stddev_samp stddev_pop variance var_samp var_pop timezone similar_to
@@ -91,13 +89,9 @@ _PG_NAMES: dict[type, str] = {
     exp.RegexpReplace: "regexp_replace", exp.SplitPart: "split_part",
     exp.TimestampTrunc: "date_trunc", exp.GroupConcat: "string_agg",
 }
+_PG_NAMES.update({op: "?column?" for op in jsonb.OPERATORS})  # operators, not functions
 
-_OPERATORS: dict[type, str] = {
-    exp.JSONExtract: "->", exp.JSONExtractScalar: "->>", exp.JSONBExtract: "#>",
-    exp.JSONBExtractScalar: "#>>", exp.ArrayContainsAll: "@>", exp.ArrayContainedBy: "<@",
-    exp.JSONBContainsTopKey: "?", exp.JSONBContainsAnyTopKeys: "?|",
-    exp.JSONBContainsAllTopKeys: "?&", exp.SimilarTo: "SIMILAR TO", exp.JSONBContains: "@>",
-}
+_OPERATORS: dict[type, str] = {exp.SimilarTo: "SIMILAR TO"}
 
 
 def pg_name(node: exp.Expression) -> str:
@@ -137,7 +131,8 @@ def _one_set_returning_function(tree: exp.Expression) -> None:
         n = 0
         for projection in select.expressions:
             n += sum(1 for node in projection.walk()
-                     if isinstance(node, _SET_RETURNING) and node.find_ancestor(exp.Select) is select)
+                     if (isinstance(node, _SET_RETURNING) or jsonb.is_set_returning(node))
+                     and node.find_ancestor(exp.Select) is select)
         if n > 1:
             raise not_supported("more than one set-returning function in a select list")
 
@@ -227,6 +222,8 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
             return tr.pg_typeof(node, types)
         if name == "to_char":
             return tr.to_char(node, types)
+        if name in jsonb.FUNCTIONS:
+            return jsonb.FUNCTIONS[name](node, types)
         if name in _KNOWN_PG:
             raise not_supported(f"function {name}")
         raise does_not_exist(name, node, types)
@@ -250,5 +247,6 @@ _HANDLERS: dict[type, _Handler] = {
     **{op: tr.pattern_match for op in (exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike)},
     exp.Length: tr.length, exp.Array: tr.array_constructor,
 }
+_HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its operators; ||, -, =, casts of jsonb
 _HANDLERS.update(text_functions.HANDLERS)  # left, right, lpad, rpad, concat_ws, split_part, translate, chr
 _HANDLERS.update(regex.HANDLERS)  # ~, ~*, regexp_like, substring(s FROM pattern): Java patterns

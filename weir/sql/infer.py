@@ -73,6 +73,39 @@ def promote(a: PgType | None, b: PgType | None) -> PgType | None:
     return a
 
 
+def _is_unknown(t: PgType | None) -> bool:
+    return t is not None and t.oid == T.UNKNOWN.oid
+
+
+# result types of jsonb functions (weir.sql.jsonb); the set-returning ones: their value
+JSONB_FUNCTIONS: dict[str, PgType] = {
+    "to_jsonb": T.JSONB, "jsonb_build_object": T.JSONB, "jsonb_build_array": T.JSONB,
+    "jsonb_strip_nulls": T.JSONB, "jsonb_agg": T.JSONB, "jsonb_typeof": T.TEXT, "jsonb_pretty": T.TEXT,
+    "jsonb_array_length": T.INT4, "jsonb_array_elements": T.JSONB, "jsonb_array_elements_text": T.TEXT,
+    "jsonb_object_keys": T.TEXT,
+}
+# columns of jsonb's set-returning functions in FROM, in order
+JSONB_ROWS: dict[str, tuple[PgType, ...]] = {
+    "jsonb_each": (T.TEXT, T.JSONB), "jsonb_each_text": (T.TEXT, T.TEXT),
+    "jsonb_array_elements": (T.JSONB,), "jsonb_array_elements_text": (T.TEXT,), "jsonb_object_keys": (T.TEXT,),
+}
+_JSONB_ROW_NAMES = {"jsonb_each": ("key", "value"), "jsonb_each_text": ("key", "value"),
+                    "jsonb_array_elements": ("value",), "jsonb_array_elements_text": ("value",)}
+
+
+def _jsonb_rows_column(src: exp.Expression, name: str) -> PgType | None:
+    """The type of a column of `FROM jsonb_each(...) AS e(k, v)` (or LATERAL ...)."""
+    call = src.this
+    if not isinstance(call, exp.Anonymous) or call.name.lower() not in JSONB_ROWS:
+        return None
+    fname = call.name.lower()
+    alias = src.args.get("alias")
+    given = [c.name for c in alias.columns] if alias is not None else []
+    default = _JSONB_ROW_NAMES.get(fname) or ((alias.name if alias is not None and alias.name else fname),)
+    names = given + list(default[len(given):])
+    return JSONB_ROWS[fname][names.index(name)] if name in names else None
+
+
 def _resolved(t: PgType | None) -> PgType | None:
     """A subquery's or VALUES list's column of unknown type ('foo') is text outside it."""
     return T.TEXT if t is not None and t.oid == T.UNKNOWN.oid else t
@@ -102,6 +135,8 @@ class Types:
         if isinstance(e, (exp.Paren, exp.Alias, exp.Neg, exp.Ordered)):
             return self.of(e.this)
         if isinstance(e, exp.Literal):
+            if e.meta.get("weir_type") in ("jsonb", "json"):  # a folded '...'::jsonb (weir.sql.render.literal)
+                return T.BY_NAME[e.meta["weir_type"]]
             if e.is_string:
                 return T.UNKNOWN
             if any(c in e.this for c in ".eE"):
@@ -111,6 +146,8 @@ class Types:
         if isinstance(e, exp.Boolean) or isinstance(e, (exp.Predicate, exp.Connector, exp.Not)):
             return T.BOOL
         if isinstance(e, (exp.Cast, exp.TryCast)):
+            if e.meta.get("weir_type") in ("jsonb", "json"):  # a jsonb parameter's slot (weir.sql.plan)
+                return T.BY_NAME[e.meta["weir_type"]]
             return datatype(e.to)
         if isinstance(e, exp.Column):
             return self._column(e)
@@ -121,8 +158,10 @@ class Types:
             for t in (a, b):
                 if t is not None and t.is_array:
                     return t
-            if is_jsonb(a) and is_jsonb(b):
-                return T.JSONB
+            a_null, b_null = isinstance(e.this, exp.Null), isinstance(e.expression, exp.Null)
+            if (is_jsonb(a) and (is_jsonb(b) or _is_unknown(b) or b_null)) or (
+                    is_jsonb(b) and (_is_unknown(a) or a_null)):
+                return T.JSONB  # an untyped literal beside a jsonb is jsonb
             return T.TEXT
         if isinstance(e, (exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least, exp.Nullif)):
             return self._common(e)
@@ -191,6 +230,10 @@ class Types:
             alias = src.alias_or_name
             if table and alias != table:
                 continue
+            if isinstance(src, (exp.Table, exp.Lateral)) and isinstance(src.this, exp.Anonymous):
+                found = _jsonb_rows_column(src, name)
+                if found is not None:
+                    return found
             if isinstance(src, exp.Table):
                 cols = src.meta.get(COLUMNS_META)
                 if cols and name in cols:
@@ -293,6 +336,10 @@ class Types:
             return T.INTERVAL  # a folded interval literal
         if isinstance(e, exp.Anonymous) and e.name.lower() == "mz_now":
             return T.MZ_TIMESTAMP
+        if isinstance(e, exp.Anonymous) and e.name.lower() in JSONB_FUNCTIONS:
+            return JSONB_FUNCTIONS[e.name.lower()]
+        if isinstance(e, exp.JSONBObjectAgg):
+            return T.JSONB
         return None
 
 
@@ -317,3 +364,86 @@ def _flatten(src: exp.Expression) -> list[exp.Expression]:
     for j in src.args.get("joins") or []:
         out.extend(_flatten(j.this))
     return out
+
+
+def jsonb_result_types(query: exp.Expression) -> list[PgType | None]:
+    """Per result column of a resolved query, jsonb where inference says so (Spark returns
+    a jsonb as a STRING: without this its column would be described as text), else None.
+    Stars expand over relations whose columns are known; [] when they are not."""
+    found = _query_types(query, Types())
+    if found is None:
+        return []
+    return [T.JSONB if t is not None and t.oid == T.JSONB.oid and not t.is_array else None for t in found]
+
+
+def _is_star(p: exp.Expression) -> bool:
+    return isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+
+
+def _query_types(query: exp.Expression, types: Types) -> list[PgType | None] | None:
+    select = query
+    while isinstance(select, exp.SetOperation):
+        select = select.this
+    if isinstance(select, exp.Subquery):
+        select = select.this
+    if not isinstance(select, exp.Select):
+        return None
+    out: list[PgType | None] = []
+    for p in select.expressions:
+        if _is_star(p):
+            expanded = _star_types(select, p.table if isinstance(p, exp.Column) else "", types)
+            if expanded is None:
+                return None
+            out.extend(expanded)
+        else:
+            out.append(_resolved(types.of(p)))
+    return out
+
+
+def _star_types(select: exp.Select, table: str, types: Types) -> list[PgType | None] | None:
+    frm = select.args.get("from_") or select.args.get("from")
+    if frm is None:
+        return None
+    sources = _flatten(frm.this)
+    for j in select.args.get("joins") or []:
+        sources.extend(_flatten(j.this))
+    out: list[PgType | None] = []
+    for src in sources:
+        if table and src.alias_or_name != table:
+            continue
+        call = src.this if isinstance(src, (exp.Table, exp.Lateral)) else None
+        cte = _cte(select, src.name) if isinstance(src, exp.Table) else None
+        found: list[PgType | None] | None = None
+        if isinstance(call, exp.Anonymous) and call.name.lower() in JSONB_ROWS:
+            found = list(JSONB_ROWS[call.name.lower()])
+        elif isinstance(src, exp.Table) and src.meta.get(COLUMNS_META):
+            found = list(src.meta[COLUMNS_META].values())
+        elif isinstance(src, exp.Subquery):
+            found = _query_types(src.this, types)
+        elif cte is not None:
+            found = _query_types(cte.this, types)
+        if found is None:
+            return None
+        out.extend(found)
+    return out
+
+
+_KEY_OPERATORS = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBContainsTopKey)
+_PATH_OPERATORS = (exp.JSONBExtract, exp.JSONBExtractScalar, exp.JSONBContainsAnyTopKeys,
+                   exp.JSONBContainsAllTopKeys)
+
+
+def jsonb_parameter_type(param: exp.Expression, parent: exp.Expression | None,
+                         guess: PgType | None) -> PgType | None:
+    """An untyped parameter right of a jsonb operator has the type PostgreSQL gives it:
+    text for `->`, `->>`, `?` and `jsonb - $1`, text[] for `#>`, `#>>`, `?|`, `?&`
+    (the other operand's type, jsonb, only for `@>`, `<@`, `||`, `=`)."""
+    right = parent is not None and (parent.args.get("expression") is param or (
+        isinstance(param.parent, exp.Paren) and parent.args.get("expression") is param.parent))
+    if not right:
+        return guess
+    if isinstance(parent, _KEY_OPERATORS) or (isinstance(parent, exp.Sub) and is_jsonb(guess)):
+        return T.TEXT
+    if isinstance(parent, _PATH_OPERATORS):
+        return T.TEXT_ARRAY
+    return guess

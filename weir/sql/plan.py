@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
 from weir.sql import constant, fast_path
+from weir.sql.infer import jsonb_result_types
 from weir.sql.render import (
     SessionContext,
     fold_typed_literals,
@@ -85,6 +86,7 @@ class SparkPlan:
     names: list[str | None]
     template: SparkTemplate
     qualified: exp.Expression | None = None
+    jsonb_columns: list[PgType | None] = field(default_factory=list)  # weir.sql.infer.jsonb_result_types
 
 
 @dataclass
@@ -174,8 +176,11 @@ def _param_slots(expr: exp.Expression, types: list[PgType]) -> tuple[exp.Express
             n = param_number(node)
             if n < 1 or n > len(types):
                 raise WeirError(SqlState.UNDEFINED_PARAMETER, f"there is no parameter ${n}")
-            return exp.Cast(this=exp.Placeholder(this=f"weir_p{n}"),
+            slot = exp.Cast(this=exp.Placeholder(this=f"weir_p{n}"),
                             to=exp.DataType.build(types[n - 1].spark_ddl, dialect="spark"))
+            if types[n - 1].name in ("jsonb", "json"):  # a STRING to Spark, jsonb to weir.sql.infer
+                slot.meta["weir_type"] = types[n - 1].name
+            return slot
         return node
 
     return expr.transform(visit), frozenset(bare)
@@ -185,10 +190,20 @@ def _spark_plan(expr: exp.Expression, types: list[PgType], resolver: Resolver, *
                 qualify: bool = False) -> SparkPlan:
     slotted, bare = _param_slots(expr, types)
     resolved: Resolved = resolve(slotted, resolver, qualify=qualify)
+    jsonb_columns = jsonb_result_types(resolved.expr)
     names = name_outputs(resolved.expr)
     body, calls = mark_session_functions(resolved.expr)
     template = SparkTemplate(to_spark(body), types, calls, bare)
-    return SparkPlan(resolved.inputs, resolved.depends_on, names, template, resolved.qualified)
+    return SparkPlan(resolved.inputs, resolved.depends_on, names, template, resolved.qualified, jsonb_columns)
+
+
+def _with_jsonb(hints: list[PgType | None], jsonb: list[PgType | None]) -> list[PgType | None]:
+    """Cast hints, and jsonb where a column computes one (Spark returns it as a STRING)."""
+    if not any(jsonb):
+        return hints
+    if len(hints) == len(jsonb):
+        return [h if h is not None else j for h, j in zip(hints, jsonb, strict=True)]
+    return jsonb if not any(hints) else hints  # a star expanded: its columns' own hints
 
 
 def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolver, *,
@@ -222,6 +237,7 @@ def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolv
             return plan  # its evaluation failed: it fails again, with that error, when it runs
         raise
     plan.spark = _spark_plan(folded, plan.param_types, resolver, qualify=qualify)
+    plan.cast_hints = _with_jsonb(plan.cast_hints, plan.spark.jsonb_columns)
     plan.fast_path = fast_path.plan(folded, resolver, indexes_on)
     for desc in plan.spark.depends_on.values():
         if desc.view_sql is not None:

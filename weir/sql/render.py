@@ -16,6 +16,7 @@ from sqlglot import exp
 from weir import types as T
 from weir.compute.protocol import MZ_NOW_PARAMETER
 from weir.errors import SqlState, WeirError, runtime_marker
+from weir.sql.infer import jsonb_parameter_type
 from weir.sql.joins import group_comma_joins
 from weir.types import PgType
 
@@ -421,7 +422,7 @@ def infer_param_types(
                     break
         elif isinstance(parent, exp.Limit) or isinstance(parent, exp.Offset):
             guess = T.INT8
-        out[k] = guess
+        out[k] = jsonb_parameter_type(p, parent, guess)
     return [t or T.TEXT for t in out]
 
 
