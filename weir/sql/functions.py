@@ -16,7 +16,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
-from weir.sql import jsonb, regex, shape, text_functions
+from weir.sql import comparisons, jsonb, regex, shape, text_functions
 from weir.sql import translate as tr
 from weir.sql.infer import COLUMNS_META, Types
 
@@ -217,7 +217,7 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
         if name in _ANON_PASS or node.meta.get("weir_literal"):
             return node
         if name in ("all", "some") and isinstance(node.parent, _QUANTIFIED):
-            return node  # x op ALL / SOME (array): rewritten with its operator (translate.quantifier)
+            return node  # x op ALL / SOME (array): rewritten with its operator (comparisons.quantifier)
         if name == "pg_typeof":
             return tr.pg_typeof(node, types)
         if name == "to_char":
@@ -243,8 +243,8 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Variance: tr.float_only, exp.VariancePop: tr.float_only, exp.Concat: tr.concat,
     exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
     exp.WindowSpec: tr.window_spec, exp.Lead: tr.lead_lag, exp.Lag: tr.lead_lag,
-    **{op: tr.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
-    **{op: tr.pattern_match for op in (exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike)},
+    **{op: comparisons.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
+    **{op: comparisons.pattern_match for op in (exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike)},
     exp.Length: tr.length, exp.Array: tr.array_constructor,
 }
 _HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its operators; ||, -, =, casts of jsonb

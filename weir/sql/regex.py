@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
-from weir.sql import infer
+from weir.sql import comparisons, infer
 from weir.sql import translate as tr
 from weir.sql.infer import Types
 from weir.sql.translate import spark_template
@@ -165,7 +165,7 @@ def substring(node: exp.Expression) -> exp.Expression:
 def match_any(node: exp.Expression, types: Types) -> exp.Expression:
     """`~` and friends, also with ANY / ALL (ARRAY[constant patterns]): one match per
     pattern, OR-ed or AND-ed (which answers NULL where ANY / ALL do)."""
-    right = tr.quantifier(node.expression)
+    right = comparisons.quantifier(node.expression)
     if right is None:
         return match(node, types)
     array = right.this.this if isinstance(right.this, exp.Paren) else right.this

@@ -243,7 +243,7 @@ def mark_session_functions(expr: exp.Expression) -> tuple[exp.Expression, list[e
             return node
         calls.append(node.copy())
         # mz_timestamp keeps its name (Spark's BIGINT when rendered): comparisons with
-        # timestamps compare milliseconds (weir.sql.translate.comparison)
+        # timestamps compare milliseconds (weir.sql.comparisons.comparison)
         to = (exp.DataType.build("mz_timestamp", udt=True) if t.oid == T.MZ_TIMESTAMP.oid
               else exp.DataType.build(t.spark_ddl, dialect="spark"))
         return exp.Cast(this=exp.Placeholder(this=f"weir_s{len(calls)}"), to=to)

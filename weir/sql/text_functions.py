@@ -10,17 +10,11 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from weir import types as T
-from weir.errors import SqlState, WeirError, runtime_marker
+from weir.errors import SqlState, WeirError
 from weir.sql import infer
 from weir.sql.infer import Types
-from weir.sql.translate import spark_template
-
-
-def _no_such_function(name: str, node: exp.Expression, types: Types) -> WeirError:
-    args = ", ".join("unknown" if (t := types.of(a)) is None else t.name for a in node.iter_expressions())
-    return WeirError(SqlState.UNDEFINED_FUNCTION, f"function {name}({args}) does not exist",
-                     hint="No function matches the given name and argument types. "
-                          "You might need to add explicit type casts.")
+from weir.sql.translate import raise_sql as _raise
+from weir.sql.translate import spark_template, undefined_function
 
 
 def _texts(name: str, node: exp.Expression, types: Types, *args: exp.Expression | None) -> None:
@@ -30,13 +24,13 @@ def _texts(name: str, node: exp.Expression, types: Types, *args: exp.Expression 
             continue
         t = types.of(a)
         if not (infer.is_text(t) or t is not None and t.oid == T.UNKNOWN.oid or isinstance(a, exp.Null)):
-            raise _no_such_function(name, node, types)
+            raise undefined_function(name, node, types)
 
 
 def _ints(name: str, node: exp.Expression, types: Types, *args: exp.Expression | None) -> None:
     for a in args:
         if a is not None and not (infer.is_int(types.of(a)) or isinstance(a, exp.Null)):
-            raise _no_such_function(name, node, types)
+            raise undefined_function(name, node, types)
 
 
 def left(node: exp.Expression, types: Types) -> exp.Expression:
@@ -72,7 +66,7 @@ def concat_ws(node: exp.Expression, types: Types) -> exp.Expression:
     Spark writes differently from PostgreSQL (booleans, floats, ...) are refused."""
     args = node.expressions
     if len(args) < 2:
-        raise _no_such_function("concat_ws", node, types)
+        raise undefined_function("concat_ws", node, types)
     _texts("concat_ws", node, types, args[0])
     for a in args[1:]:
         t = types.of(a)
@@ -83,16 +77,14 @@ def concat_ws(node: exp.Expression, types: Types) -> exp.Expression:
     return node
 
 
-_ZERO_FIELD = f"raise_error('{runtime_marker('22023', 'field position must not be zero')}')"
-
-
 def split_part(node: exp.Expression, types: Types) -> exp.Expression:
     """split_part(s, delimiter, n): n = 0 is 22023; a negative n counts from the end; an
     empty delimiter does not split (Spark agrees on the last two)."""
     s, d, n = node.this, node.args["delimiter"], node.args["part_index"]
     _texts("split_part", node, types, s, d)
     _ints("split_part", node, types, n)
-    return spark_template("CASE WHEN {n} = 0 THEN " + _ZERO_FIELD + " ELSE split_part({s}, {d}, {n}) END",
+    return spark_template("CASE WHEN {n} = 0 THEN " + _raise("22023", "field position must not be zero")
+                          + " ELSE split_part({s}, {d}, {n}) END",
                           s=s, d=d, n=n)
 
 
@@ -103,15 +95,11 @@ def translate(node: exp.Expression, types: Types) -> exp.Expression:
     return node
 
 
-def _raise(sqlstate: str, message: str) -> str:
-    return f"raise_error('{runtime_marker(sqlstate, message)}')"
-
-
 def chr_(node: exp.Expression, types: Types) -> exp.Expression:
     """chr(n) is the character of code point n; Spark's chr() takes n modulo 256 (chr(256)
     would be NUL). Code points above ASCII are refused at run time rather than mistaken."""
     if len(node.expressions) != 1:
-        raise _no_such_function("chr", node, types)
+        raise undefined_function("chr", node, types)
     n = node.expressions[0]
     _ints("chr", node, types, n)
     return spark_template(

@@ -33,11 +33,15 @@ def _spark(template: str, **args: exp.Expression) -> exp.Expression:
     return tree.transform(put)
 
 
-spark_template = _spark  # for the other translation modules (weir.sql.text_functions)
+spark_template = _spark  # for the other translation modules (text_functions, comparisons, regex)
+refuse = _refuse
 
 
 def _raise(sqlstate: str, message: str) -> str:
     return f"raise_error('{runtime_marker(sqlstate, message)}')"
+
+
+raise_sql = _raise  # Spark SQL that raises this PostgreSQL error when evaluated
 
 
 def _arg_types(node: exp.Expression, types: Types) -> list[T.PgType | None]:
@@ -192,14 +196,19 @@ def _text_operand(t: T.PgType) -> bool:
     return infer.is_text(t) or t.oid == T.UNKNOWN.oid
 
 
+def undefined_function(name: str, node: exp.Expression, types: Types) -> WeirError:
+    """PostgreSQL's 42883 for a call with no function of those argument types."""
+    args = ", ".join("unknown" if (t := types.of(a)) is None else t.name for a in node.iter_expressions())
+    return WeirError(SqlState.UNDEFINED_FUNCTION, f"function {name}({args}) does not exist",
+                     hint="No function matches the given name and argument types. "
+                          "You might need to add explicit type casts.")
+
+
 def length(node: exp.Expression, types: Types) -> exp.Expression:
     """length() exists for text and bytea (Spark also counts the digits of a number)."""
     t = types.of(node.this)
     if t is not None and not (_text_operand(t) or t.oid == T.BYTEA.oid):
-        name = str(node.meta.get("weir_output_name") or "length")
-        raise WeirError(SqlState.UNDEFINED_FUNCTION, f"function {name}({t.name}) does not exist",
-                        hint="No function matches the given name and argument types. "
-                             "You might need to add explicit type casts.")
+        raise undefined_function(str(node.meta.get("weir_output_name") or "length"), node, types)
     return node
 
 
@@ -457,7 +466,7 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression:
     if to.this == exp.DataType.Type.USERDEFINED and str(to.args.get("kind") or "").lower() == "mz_timestamp":
         source = types.of(node.this)
         if infer.is_timestamp(source) or infer.is_date(source):
-            return exp.Cast(this=_epoch_millis(node.this), to=to)
+            return exp.Cast(this=epoch_millis(node.this), to=to)
     target = infer.datatype(to)
     if target is not None and target.oid in (T.VARCHAR.oid, T.BPCHAR.oid) and (
             target.length is not None or target.oid == T.BPCHAR.oid):
@@ -604,89 +613,6 @@ def timestamp_trunc(node: exp.Expression, types: Types) -> exp.Expression:
     return node
 
 
-def comparison(node: exp.Expression, types: Types) -> exp.Expression:
-    """mz_timestamp compared with a date or timestamp compares milliseconds since the
-    epoch (Materialize casts the other side to mz_timestamp); quantified subqueries."""
-    a, b = types.of(node.this), types.of(node.expression)
-    for side, mine, other in (("this", a, b), ("expression", b, a)):
-        if _is_mz_timestamp(other) and (infer.is_timestamp(mine) or infer.is_date(mine)):
-            node.set(side, _epoch_millis(node.args[side]))
-    return quantified_subquery(node, types)
-
-
-def _is_mz_timestamp(t: T.PgType | None) -> bool:
-    return t is not None and t.oid == T.MZ_TIMESTAMP.oid
-
-
-def _epoch_millis(x: exp.Expression) -> exp.Expression:
+def epoch_millis(x: exp.Expression) -> exp.Expression:
     """A date or timestamp as mz_timestamp (the session's time zone is UTC on replicas)."""
     return _spark("unix_millis(CAST({x} AS TIMESTAMP_LTZ))", x=x)
-
-
-def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
-    """`x = ANY (subquery)` is `x IN (subquery)` and `x <> ALL (subquery)` is `x NOT IN
-    (subquery)` in PostgreSQL, NULLs included; Spark has only the IN forms. Other operators
-    with a quantified subquery are refused (Spark would not parse them; an EXISTS rewrite
-    loses the NULL answers)."""
-    right = quantifier(node.expression)
-    if right is None:
-        return node
-    query = right.this
-    if isinstance(query, exp.Paren):
-        query = query.this
-    if not isinstance(query, (exp.Subquery, exp.Query)):
-        return _array_quantifier(node, right, query)
-    subquery = query if isinstance(query, exp.Subquery) else exp.Subquery(this=query)
-    if not _in_where_conjunct(node):  # Spark's IN (subquery) answers false, not NULL, elsewhere
-        raise _refuse(f"{'ANY' if isinstance(right, exp.Any) else 'ALL'} (subquery) outside a WHERE condition")
-    if isinstance(node, exp.EQ) and isinstance(right, exp.Any):
-        return exp.In(this=node.this, query=subquery)
-    if isinstance(node, exp.NEQ) and isinstance(right, exp.All):
-        return exp.Not(this=exp.In(this=node.this, query=subquery))
-    which = "ANY" if isinstance(right, exp.Any) else "ALL"
-    op = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}.get(
-        type(node), type(node).__name__)
-    raise _refuse(f"operator {op} {which} (subquery)")
-
-
-_COMPARISON_SQL = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-
-
-def _array_quantifier(node: exp.Expression, right: exp.Expression, array: exp.Expression) -> exp.Expression:
-    """`x op ANY (array)` / `x op ALL (array)`: Spark's exists() / forall(), which answer
-    with SQL's three-valued logic as PostgreSQL does (NULL when no element decides it;
-    false / true for an empty array; NULL for a NULL array)."""
-    op = _COMPARISON_SQL[type(node)]
-    fn = "exists" if isinstance(right, exp.Any) else "forall"
-    return _spark(f"{fn}({{a}}, _weir_e -> {{x}} {op} _weir_e)", a=array, x=node.this)
-
-
-def quantifier(right: exp.Expression) -> exp.Any | exp.All | None:
-    """ANY / SOME / ALL (...) on the right of an operator (sqlglot reads SOME and ALL of an
-    array as function calls), else None."""
-    if isinstance(right, exp.Anonymous) and right.name.lower() in ("all", "some") and len(right.expressions) == 1:
-        return (exp.All if right.name.lower() == "all" else exp.Any)(this=right.expressions[0])
-    return right if isinstance(right, (exp.Any, exp.All)) else None
-
-
-def pattern_match(node: exp.Expression, types: Types) -> exp.Expression:
-    """`x LIKE ANY (array)` and the other pattern operators with ANY / ALL: each element is
-    a pattern (Spark would read the array as one pattern and fail)."""
-    right = quantifier(node.expression)
-    if right is None:
-        return node
-    array = right.this.this if isinstance(right.this, exp.Paren) else right.this
-    if isinstance(array, (exp.Subquery, exp.Query)):
-        raise _refuse(f"pattern matching with {'ANY' if isinstance(right, exp.Any) else 'ALL'} (subquery)")
-    element = node.copy()
-    element.set("expression", exp.column("_weir_e"))
-    fn = "exists" if isinstance(right, exp.Any) else "forall"
-    return _spark(f"{fn}({{a}}, _weir_e -> {{p}})", a=array, p=element)
-
-
-def _in_where_conjunct(node: exp.Expression) -> bool:
-    """Whether node is a top-level AND-ed condition of a WHERE (where false and NULL filter alike)."""
-    parent = node.parent
-    while isinstance(parent, (exp.And, exp.Paren)):
-        parent = parent.parent
-    return isinstance(parent, exp.Where)

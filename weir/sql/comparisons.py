@@ -1,0 +1,97 @@
+"""Comparisons as PostgreSQL means them, for the gate in `weir.sql.functions`: mz_timestamp
+against dates and timestamps, and the quantified forms (`x op ANY / ALL (subquery or
+array)`, `x LIKE ANY (array)`), which Spark either lacks or reads otherwise."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from weir import types as T
+from weir.sql import infer
+from weir.sql.infer import Types
+from weir.sql.translate import epoch_millis as _epoch_millis
+from weir.sql.translate import refuse as _refuse
+from weir.sql.translate import spark_template as _spark
+
+
+def comparison(node: exp.Expression, types: Types) -> exp.Expression:
+    """mz_timestamp compared with a date or timestamp compares milliseconds since the
+    epoch (Materialize casts the other side to mz_timestamp); quantified subqueries."""
+    a, b = types.of(node.this), types.of(node.expression)
+    for side, mine, other in (("this", a, b), ("expression", b, a)):
+        if _is_mz_timestamp(other) and (infer.is_timestamp(mine) or infer.is_date(mine)):
+            node.set(side, _epoch_millis(node.args[side]))
+    return quantified_subquery(node, types)
+
+
+def _is_mz_timestamp(t: T.PgType | None) -> bool:
+    return t is not None and t.oid == T.MZ_TIMESTAMP.oid
+
+
+def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
+    """`x = ANY (subquery)` is `x IN (subquery)` and `x <> ALL (subquery)` is `x NOT IN
+    (subquery)` in PostgreSQL, NULLs included; Spark has only the IN forms. Other operators
+    with a quantified subquery are refused (Spark would not parse them; an EXISTS rewrite
+    loses the NULL answers)."""
+    right = quantifier(node.expression)
+    if right is None:
+        return node
+    query = right.this
+    if isinstance(query, exp.Paren):
+        query = query.this
+    if not isinstance(query, (exp.Subquery, exp.Query)):
+        return _array_quantifier(node, right, query)
+    subquery = query if isinstance(query, exp.Subquery) else exp.Subquery(this=query)
+    if not _in_where_conjunct(node):  # Spark's IN (subquery) answers false, not NULL, elsewhere
+        raise _refuse(f"{'ANY' if isinstance(right, exp.Any) else 'ALL'} (subquery) outside a WHERE condition")
+    if isinstance(node, exp.EQ) and isinstance(right, exp.Any):
+        return exp.In(this=node.this, query=subquery)
+    if isinstance(node, exp.NEQ) and isinstance(right, exp.All):
+        return exp.Not(this=exp.In(this=node.this, query=subquery))
+    which = "ANY" if isinstance(right, exp.Any) else "ALL"
+    op = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}.get(
+        type(node), type(node).__name__)
+    raise _refuse(f"operator {op} {which} (subquery)")
+
+
+_COMPARISON_SQL = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+def _array_quantifier(node: exp.Expression, right: exp.Expression, array: exp.Expression) -> exp.Expression:
+    """`x op ANY (array)` / `x op ALL (array)`: Spark's exists() / forall(), which answer
+    with SQL's three-valued logic as PostgreSQL does (NULL when no element decides it;
+    false / true for an empty array; NULL for a NULL array)."""
+    op = _COMPARISON_SQL[type(node)]
+    fn = "exists" if isinstance(right, exp.Any) else "forall"
+    return _spark(f"{fn}({{a}}, _weir_e -> {{x}} {op} _weir_e)", a=array, x=node.this)
+
+
+def quantifier(right: exp.Expression) -> exp.Any | exp.All | None:
+    """ANY / SOME / ALL (...) on the right of an operator (sqlglot reads SOME and ALL of an
+    array as function calls), else None."""
+    if isinstance(right, exp.Anonymous) and right.name.lower() in ("all", "some") and len(right.expressions) == 1:
+        return (exp.All if right.name.lower() == "all" else exp.Any)(this=right.expressions[0])
+    return right if isinstance(right, (exp.Any, exp.All)) else None
+
+
+def pattern_match(node: exp.Expression, types: Types) -> exp.Expression:
+    """`x LIKE ANY (array)` and the other pattern operators with ANY / ALL: each element is
+    a pattern (Spark would read the array as one pattern and fail)."""
+    right = quantifier(node.expression)
+    if right is None:
+        return node
+    array = right.this.this if isinstance(right.this, exp.Paren) else right.this
+    if isinstance(array, (exp.Subquery, exp.Query)):
+        raise _refuse(f"pattern matching with {'ANY' if isinstance(right, exp.Any) else 'ALL'} (subquery)")
+    element = node.copy()
+    element.set("expression", exp.column("_weir_e"))
+    fn = "exists" if isinstance(right, exp.Any) else "forall"
+    return _spark(f"{fn}({{a}}, _weir_e -> {{p}})", a=array, p=element)
+
+
+def _in_where_conjunct(node: exp.Expression) -> bool:
+    """Whether node is a top-level AND-ed condition of a WHERE (where false and NULL filter alike)."""
+    parent = node.parent
+    while isinstance(parent, (exp.And, exp.Paren)):
+        parent = parent.parent
+    return isinstance(parent, exp.Where)
