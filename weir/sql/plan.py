@@ -236,7 +236,12 @@ def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolv
         if plan.constant and not (param_types or uses_session(expr) or qualify or spark):
             return plan  # its evaluation failed: it fails again, with that error, when it runs
         raise
-    plan.spark = _spark_plan(folded, plan.param_types, resolver, qualify=qualify)
+    try:
+        plan.spark = _spark_plan(folded, plan.param_types, resolver, qualify=qualify)
+    except WeirError:
+        if plan.constant and not (param_types or uses_session(expr) or qualify or spark):
+            return plan  # a constant that fails (SELECT 1 / 0) fails when it runs, as it did
+        raise
     plan.cast_hints = _with_jsonb(plan.cast_hints, plan.spark.jsonb_columns)
     plan.fast_path = fast_path.plan(folded, resolver, indexes_on)
     for desc in plan.spark.depends_on.values():
