@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-import sqlglot
 from sqlglot import exp
 
 from weir import codec
@@ -25,6 +24,7 @@ from weir.errors import SqlState, WeirError
 from weir.sql import infer
 from weir.sql import translate as tr
 from weir.sql.infer import Types
+from weir.sql.translate import refuse, spark_template
 
 UDF = "weir_jsonb"
 
@@ -40,22 +40,6 @@ _SRF_OPERATION = {"jsonb_each": "each", "jsonb_each_text": "each_text", "jsonb_a
                   "jsonb_array_elements_text": "array_elements_text", "jsonb_object_keys": "object_keys"}
 
 
-def _refuse(what: str) -> WeirError:
-    return WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{what} is not supported")
-
-
-def _template(sql: str, **args: exp.Expression) -> exp.Expression:
-    """A Spark SQL template with {name} placeholders for (already Spark-ready) nodes."""
-    tree = sqlglot.parse_one(sql.format(**{k: f"__weir_jarg_{k}" for k in args}), read="spark")
-
-    def put(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not node.table and node.name.startswith("__weir_jarg_"):
-            return args[node.name.removeprefix("__weir_jarg_")].copy()
-        return node
-
-    return tree.transform(put)
-
-
 def _call(operation: str, *args: exp.Expression) -> exp.Expression:
     """weir_jsonb(operation, args...): weir's own UDF, which the gate lets pass."""
     call = exp.Anonymous(this=UDF, expressions=[exp.Literal.string(operation), *args])
@@ -65,7 +49,7 @@ def _call(operation: str, *args: exp.Expression) -> exp.Expression:
 
 def _checked(operation: str, *args: exp.Expression) -> exp.Expression:
     """A call of an operation that may fail: its error is raised where its value is used."""
-    return _template("element_at(transform(array({c}), r -> CASE WHEN r IS NULL THEN NULL "
+    return spark_template("element_at(transform(array({c}), r -> CASE WHEN r IS NULL THEN NULL "
                      "WHEN startswith(r, '+') THEN substring(r, 2) ELSE raise_error(r) END), 1)",
                      c=_call(operation + "!", *args))
 
@@ -110,7 +94,7 @@ def _jsonb(node: exp.Expression, types: Types, what: str) -> exp.Expression | No
     """node as a jsonb operand (an untyped literal is parsed now), or None if it is not one."""
     t = types.of(node)
     if _is_json(t):
-        raise _refuse(f"{what} on json (use jsonb)")
+        raise refuse(f"{what} on json (use jsonb)")
     if _is_jsonb(t) or isinstance(node, exp.Null):
         return node
     if _is_unknown_literal(node, types):
@@ -128,7 +112,7 @@ def _text_array(node: exp.Expression, types: Types) -> exp.Expression | None:
         return node
     if isinstance(node, exp.Array) and all(infer.is_text(types.of(e)) or isinstance(e, exp.Null)
                                            for e in node.expressions):
-        return _template("CAST({a} AS ARRAY<STRING>)", a=node) if node.expressions else _string_array([])
+        return spark_template("CAST({a} AS ARRAY<STRING>)", a=node) if node.expressions else _string_array([])
     return None
 
 
@@ -156,7 +140,7 @@ def arrow(node: exp.Expression, types: Types) -> exp.Expression:
     if isinstance(path, exp.JSONPath):
         parts = [p for p in path.expressions if not isinstance(p, exp.JSONPathRoot)]
         if len(parts) != 1 or not isinstance(parts[0], (exp.JSONPathKey, exp.JSONPathSubscript)):
-            raise _refuse(f"operator {op} with this operand")
+            raise refuse(f"operator {op} with this operand")
         part = parts[0]
         if isinstance(part, exp.JSONPathKey):
             return _call("field_text" if scalar else "field", left, exp.Literal.string(str(part.this)))
@@ -165,7 +149,7 @@ def arrow(node: exp.Expression, types: Types) -> exp.Expression:
     if isinstance(path, exp.Null):
         return _null()
     if infer.is_int(t):
-        return _call("element_text" if scalar else "element", left, _template("CAST({i} AS BIGINT)", i=path))
+        return _call("element_text" if scalar else "element", left, spark_template("CAST({i} AS BIGINT)", i=path))
     if infer.is_text(t):
         return _call("field_text" if scalar else "field", left, path)
     raise _no_operator(node, op, types)
@@ -190,11 +174,11 @@ def containment(node: exp.Expression, types: Types) -> exp.Expression:
     a, b = types.of(node.this), types.of(node.expression)
     if not (_is_jsonb(a) or _is_jsonb(b) or _is_json(a) or _is_json(b)):
         if (a is not None and a.is_array) or (b is not None and b.is_array):
-            raise _refuse(f"operator {op}")
+            raise refuse(f"operator {op}")
     left, right = _jsonb(node.this, types, f"operator {op}"), _jsonb(node.expression, types, f"operator {op}")
     if left is None or right is None:
         raise _no_operator(node, op, types)
-    return _template("CAST({c} AS BOOLEAN)", c=_call("contained" if op == "<@" else "contains", left, right))
+    return spark_template("CAST({c} AS BOOLEAN)", c=_call("contained" if op == "<@" else "contains", left, right))
 
 
 def exists(node: exp.Expression, types: Types) -> exp.Expression:
@@ -204,7 +188,7 @@ def exists(node: exp.Expression, types: Types) -> exp.Expression:
         key = node.expression
         if not (infer.is_text(types.of(key)) or isinstance(key, exp.Null)):
             raise _no_operator(node, op, types)
-        return _template("CAST({c} AS BOOLEAN)", c=_call("exists", _left(node, types, op), key))
+        return spark_template("CAST({c} AS BOOLEAN)", c=_call("exists", _left(node, types, op), key))
     op = "?|" if isinstance(node, exp.JSONBContainsAnyTopKeys) else "?&"
     left = _left(node, types, op)
     keys = _text_array(node.expression, types)
@@ -212,7 +196,7 @@ def exists(node: exp.Expression, types: Types) -> exp.Expression:
         if isinstance(node.expression, exp.Null):
             return exp.Cast(this=exp.Null(), to=exp.DataType.build("BOOLEAN"))
         raise _no_operator(node, op, types)
-    return _template("CAST({c} AS BOOLEAN)", c=_call("exists_any" if op == "?|" else "exists_all", left, keys))
+    return spark_template("CAST({c} AS BOOLEAN)", c=_call("exists_any" if op == "?|" else "exists_all", left, keys))
 
 
 def dpipe(node: exp.Expression, types: Types) -> exp.Expression | None:
@@ -223,7 +207,7 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression | None:
         return None
     left, right = _jsonb(node.this, types, "operator ||"), _jsonb(node.expression, types, "operator ||")
     if left is None or right is None:  # anynonarray || text: the jsonb's text
-        raise _refuse("operator || of jsonb and " + _name(b if left is not None else a))
+        raise refuse("operator || of jsonb and " + _name(b if left is not None else a))
     return _call("concat", left, right)
 
 
@@ -237,7 +221,7 @@ def sub(node: exp.Expression, types: Types) -> exp.Expression | None:
     if isinstance(right, exp.Null):
         return _null()
     if infer.is_int(t):
-        return _checked("delete_index", left, _template("CAST({i} AS BIGINT)", i=right))
+        return _checked("delete_index", left, spark_template("CAST({i} AS BIGINT)", i=right))
     if infer.is_text(t):
         return _checked("delete_key", left, right)
     keys = _text_array(right, types)
@@ -255,11 +239,11 @@ def comparison(node: exp.Expression, types: Types) -> exp.Expression | None:
         return None
     op = {exp.EQ: "=", exp.NEQ: "<>"}.get(type(node))
     if op is None:
-        raise _refuse("ordering jsonb values (<, <=, >, >=)")
+        raise refuse("ordering jsonb values (<, <=, >, >=)")
     left, right = _jsonb(node.this, types, f"operator {op}"), _jsonb(node.expression, types, f"operator {op}")
     if left is None or right is None:
         raise _no_operator(node, op, types)
-    equal = _template("CAST({c} AS BOOLEAN)", c=_call("equal", left, right))
+    equal = spark_template("CAST({c} AS BOOLEAN)", c=_call("equal", left, right))
     return equal if op == "=" else exp.Not(this=exp.Paren(this=equal))
 
 
@@ -267,13 +251,13 @@ def ordered(node: exp.Expression, types: Types) -> None:
     """ORDER BY a jsonb value: jsonb's order is not its text's (refused)."""
     t = types.of(node.this)
     if _is_jsonb(t) or _is_json(t):
-        raise _refuse("ORDER BY a jsonb value")
+        raise refuse("ORDER BY a jsonb value")
 
 
 def in_list(node: exp.Expression, types: Types) -> None:
     """`jsonb IN (...)` would compare texts: refused (use =)."""
     if _is_jsonb(types.of(node.this)) or _is_json(types.of(node.this)):
-        raise _refuse("IN with jsonb values")
+        raise refuse("IN with jsonb values")
 
 
 def cast(node: exp.Expression, types: Types) -> exp.Expression | None:
@@ -282,7 +266,7 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression | None:
     target = infer.datatype(node.to)
     if not _is_jsonb(target):
         if _is_jsonb(types.of(node.this)) and not infer.is_text(target):
-            raise _refuse(f"cast from jsonb to {_name(target)}")
+            raise refuse(f"cast from jsonb to {_name(target)}")
         return None
     source = types.of(node.this)
     if _is_jsonb(source):
@@ -293,7 +277,7 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression | None:
         return _jsonb_literal(node.this)  # type: ignore[arg-type]
     if infer.is_text(source):
         return _checked("in", node.this)
-    raise _refuse(f"cast from {_name(source)} to jsonb")
+    raise refuse(f"cast from {_name(source)} to jsonb")
 
 
 # ---------------------------------------------------------------- SQL values as jsonb
@@ -324,15 +308,15 @@ def _value(node: exp.Expression, types: Types, what: str) -> tuple[exp.Expressio
         return node, "text"
     element = t.element if t is not None and t.is_array else t
     if t is None or element is None or element.oid not in _SCALAR_TYPES or (t.is_array and element.is_array):
-        raise _refuse(f"{what} of a value of type {_name(t)}")
+        raise refuse(f"{what} of a value of type {_name(t)}")
     if element.oid == T.BPCHAR.oid and element.length is not None and not isinstance(node, (exp.Column, exp.Cast)):
         # weir keeps character(n) values unpadded; only a column's or a cast's n is known
-        raise _refuse(f"{what} of a character({element.length}) expression")
+        raise refuse(f"{what} of a character({element.length}) expression")
     if element.oid in (T.TIMESTAMP.oid, T.TIMESTAMPTZ.oid):
         micros = "unix_micros(CAST({x} AS TIMESTAMP))" if element.oid == T.TIMESTAMP.oid else "unix_micros({x})"
         if t.is_array:
-            return _template("transform({a}, x -> " + micros.replace("{x}", "x") + ")", a=node), _type_tag(t)
-        return _template(micros, x=node), _type_tag(t)
+            return spark_template("transform({a}, x -> " + micros.replace("{x}", "x") + ")", a=node), _type_tag(t)
+        return spark_template(micros, x=node), _type_tag(t)
     return node, _type_tag(t)
 
 
@@ -417,14 +401,14 @@ def pretty(node: exp.Expression, types: Types) -> exp.Expression:
 
 
 def array_length(node: exp.Expression, types: Types) -> exp.Expression:
-    return _template("CAST({c} AS INT)", c=_checked("array_length", _one_jsonb(node, types)))
+    return spark_template("CAST({c} AS INT)", c=_checked("array_length", _one_jsonb(node, types)))
 
 
 # ---------------------------------------------------------------- aggregates
 
 def _plain_aggregate(node: exp.Expression, name: str) -> None:
     if isinstance(node.parent, (exp.Window, exp.Filter)):
-        raise _refuse(f"{name} with OVER or FILTER")
+        raise refuse(f"{name} with OVER or FILTER")
 
 
 def agg(node: exp.Expression, types: Types) -> exp.Expression:
@@ -438,7 +422,7 @@ def agg(node: exp.Expression, types: Types) -> exp.Expression:
     if isinstance(arg, exp.Order):
         order, arg = arg, arg.this
     if isinstance(arg, exp.Distinct):
-        raise _refuse("jsonb_agg(DISTINCT ...)")
+        raise refuse("jsonb_agg(DISTINCT ...)")
     if _is_unknown_literal(arg, types):
         value, tag = arg, "text"
     else:
@@ -454,10 +438,10 @@ def object_agg(node: exp.Expression, types: Types) -> exp.Expression:
     _plain_aggregate(node, "jsonb_object_agg")
     value_node = node.expression
     if isinstance(value_node, exp.Order) or isinstance(node.this, exp.Distinct):
-        raise _refuse("jsonb_object_agg with ORDER BY or DISTINCT")
+        raise refuse("jsonb_object_agg with ORDER BY or DISTINCT")
     key, key_tag = _value(node.this, types, "jsonb_object_agg")
     value, value_tag = _value(value_node, types, "jsonb_object_agg")
-    pairs = _template("collect_list(named_struct('k', {k}, 'v', {v}))", k=key, v=value)
+    pairs = spark_template("collect_list(named_struct('k', {k}, 'v', {v}))", k=key, v=value)
     return _checked("object_agg", pairs, _tags([key_tag, value_tag]))
 
 
@@ -467,7 +451,7 @@ def _rows(name: str, node: exp.Expression, types: Types) -> exp.Expression:
     """The function's rows as a Spark array (of structs for two columns)."""
     arg = _one_jsonb(node, types)
     _, spark_type = SET_RETURNING[name]
-    return _template(f"from_json({{c}}, '{spark_type}')", c=_checked(_SRF_OPERATION[name], arg))
+    return spark_template(f"from_json({{c}}, '{spark_type}')", c=_checked(_SRF_OPERATION[name], arg))
 
 
 def set_returning(node: exp.Expression, types: Types) -> exp.Expression:
@@ -481,14 +465,14 @@ def set_returning(node: exp.Expression, types: Types) -> exp.Expression:
     if isinstance(parent, (exp.Table, exp.Lateral)) and parent.this is node:
         return _in_from(name, node, parent, rows)
     if len(columns) == 2:
-        raise _refuse(f"{name} in a select list (its rows are records; use it in FROM)")
+        raise refuse(f"{name} in a select list (its rows are records; use it in FROM)")
     select = parent.parent if isinstance(parent, exp.Alias) else parent
     if not (isinstance(select, exp.Select) and (parent if isinstance(parent, exp.Alias) else node).arg_key
             == "expressions"):
-        raise _refuse(f"{name} inside an expression (use it in FROM)")
+        raise refuse(f"{name} inside an expression (use it in FROM)")
     if select.args.get("group") or select.args.get("having") or any(
             isinstance(n, (exp.AggFunc, exp.Window)) for p in select.expressions for n in p.walk()):
-        raise _refuse(f"{name} in a select list with aggregates")
+        raise refuse(f"{name} in a select list with aggregates")
     return exp.Explode(this=rows)
 
 
@@ -508,7 +492,7 @@ def _in_from(name: str, node: exp.Expression, holder: exp.Expression, rows: exp.
         side = str(join.args.get("side") or "").upper()
         on = join.args.get("on")
         if side or (on is not None and not (isinstance(on, exp.Boolean) and on.this)) or join.args.get("using"):
-            raise _refuse(f"{side + ' ' if side else ''}JOIN to {name} with a join condition "
+            raise refuse(f"{side + ' ' if side else ''}JOIN to {name} with a join condition "
                           "(use CROSS JOIN or LATERAL and WHERE)")
         join.set("on", None)
         join.set("kind", "CROSS")
