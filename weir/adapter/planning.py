@@ -13,7 +13,7 @@ from sqlglot import exp
 from weir.adapter import api
 from weir.errors import WeirError
 from weir.http import metrics
-from weir.sql import constant
+from weir.sql import constant, infer, render
 from weir.sql.plan import QueryPlan, plan_query
 from weir.sql.render import bind_params
 from weir.types import PgType
@@ -80,7 +80,10 @@ async def describe(session: Session, planned: QueryPlan) -> list[api.Column]:
             pass
         except WeirError:
             if planned.spark is None:
-                raise  # the constant's own error ('abc'::int is 22P02): no engine would answer it
+                # it fails when it runs, with this error; its columns are what inference says
+                columns = _inferred_columns(planned.expr)
+                if columns is None:
+                    raise
     if columns is None and planned.fast_path is not None:
         columns = [api.Column(n, t) for n, t in planned.fast_path.columns]
     if columns is None:
@@ -95,6 +98,18 @@ async def describe(session: Session, planned: QueryPlan) -> list[api.Column]:
         columns = columns_from_schema(schema, sp.names, sp.inputs, planned.cast_hints)
     planned.columns = columns
     return columns
+
+
+def _inferred_columns(expr: exp.Expression) -> list[api.Column] | None:
+    found = infer.result_types(expr)
+    select = expr
+    while isinstance(select, exp.SetOperation):
+        select = select.this
+    if found is None or not isinstance(select, exp.Select) or len(found) != len(select.expressions) \
+            or any(t is None for t in found):
+        return None
+    return [api.Column(render.output_name(p), t) for p, t in zip(select.expressions, found, strict=True)
+            if t is not None]
 
 
 async def run(session: Session, expr: exp.Expression, params: Sequence[object] = (),

@@ -376,6 +376,13 @@ def jsonb_result_types(query: exp.Expression) -> list[PgType | None]:
     return [T.JSONB if t is not None and t.oid == T.JSONB.oid and not t.is_array else None for t in found]
 
 
+def result_types(query: exp.Expression) -> list[PgType | None] | None:
+    """Per result column of a resolved query, its inferred type (None where inference
+    cannot tell); None when the columns themselves are unknown (a star over an unknown
+    relation, a statement that is not a query)."""
+    return _query_types(query, Types())
+
+
 def _is_star(p: exp.Expression) -> bool:
     return isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
 
