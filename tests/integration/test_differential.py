@@ -23,8 +23,6 @@ from tests.differential.known import (
     Known,
     decimal_zeros,
     explainer,
-    negative_zero,
-    numeric_sig_10,
 )
 from tests.differential.runner import Differential, Report, execute
 from tests.differential.schema import indexed_setup_statements, setup_statements
@@ -34,17 +32,10 @@ from tests.pg_server import PgServer, pg_server  # noqa: F401  (session-scoped f
 # BUGS, not accepted differences: each belongs to a part of issue 10 and is listed only so
 # this suite stays green while that part is done. Remove an entry with its fix.
 KNOWN_WRONG: tuple[Known, ...] = (
-    Known("numeric-division-digits", "part 2 (numeric)",
-          "unconstrained numeric is DECIMAL(38,10) on Spark: a division or average has 10 fractional "
-          "digits (1500000082.1666666667, 1.4285714286), PostgreSQL's has about 16 significant digits "
-          "(1500000082.16666667, 1.4285714285714286); equal to 10 significant digits",
-          normalise=numeric_sig_10, query=r"avg\(|/"),
     Known("numeric-text-untyped", "part 2 (numeric)",
           "numeric cast to text where weir's type inference loses the column's type (some nested joins "
           "of inlined views, in materialized views) keeps Spark's 10 fractional digits: '1.5000000000'",
           normalise=decimal_zeros),
-    Known("float-negative-zero", "part 2 (double precision)",
-          "trunc(-0.5::float8) is 0 (PostgreSQL: -0)", normalise=negative_zero, query=r"trunc\("),
 )
 
 SEED = int(os.environ.get("WEIR_DIFF_SEED", "20261123"))

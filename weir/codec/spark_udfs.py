@@ -20,9 +20,10 @@ branches for every row).
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
-from weir.codec import jsonb_ops
+from weir.codec import jsonb_ops, numeric_math
 from weir.codec import numeric as cnum
 from weir.errors import WeirError, runtime_marker
 
@@ -55,9 +56,39 @@ def weir_jsonb(operation: str, *args: Any) -> str | None:
     return "+" + text if checked else text
 
 
+# weir's unconstrained numeric in Spark: DECIMAL(38,10)
+_NUMERIC_SCALE = 10
+_NUMERIC_INTEGER_DIGITS = 28
+
+
+def _trimmed(v: Any) -> Decimal:
+    """A Spark decimal arrives at its column's scale (1.5000000000): PostgreSQL's result
+    scales depend on the value's own display scale, which weir keeps without trailing zeros."""
+    d = v if isinstance(v, Decimal) else Decimal(v)
+    return d.normalize() if d else Decimal(0)
+
+
+def weir_numeric(operation: str, *args: Any) -> str | None:
+    """One exact numeric operation (`numeric_math.OPERATIONS`), PostgreSQL's result rounded
+    to weir's numeric scale: `+digits`, or a runtime marker for its error (raised by the SQL
+    only where PostgreSQL would evaluate the call, as for weir_jsonb)."""
+    if any(a is None for a in args):
+        return None
+    try:
+        out = numeric_math.OPERATIONS[operation](*(_trimmed(a) for a in args))
+    except WeirError as e:
+        return runtime_marker(e.sqlstate, e.message)
+    out = out.quantize(Decimal(1).scaleb(-_NUMERIC_SCALE), rounding="ROUND_HALF_UP",
+                       context=numeric_math.CONTEXT)
+    if out and out.adjusted() >= _NUMERIC_INTEGER_DIGITS:
+        return runtime_marker("22003", "numeric field overflow")
+    return "+" + format(out, "f")
+
+
 # name -> (Python function, Spark return type)
 UDFS: dict[str, tuple[Callable[..., str | None], str]] = {
     "weir_float8_out": (_null_safe(cnum.float8_out), "string"),
     "weir_float4_out": (_null_safe(cnum.float4_out), "string"),
     "weir_jsonb": (weir_jsonb, "string"),
+    "weir_numeric": (weir_numeric, "string"),
 }

@@ -12,8 +12,8 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.codec import interval as cinterval
+from weir.codec import numeric_math as nm
 from weir.errors import SqlState, WeirError
-from weir.sql import numeric_math as nm
 from weir.sql.render import (
     SessionContext,
     name_outputs,

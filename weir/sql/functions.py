@@ -16,7 +16,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
-from weir.sql import comparisons, jsonb, regex, shape, text_functions
+from weir.sql import comparisons, jsonb, numeric_ops, regex, shape, text_functions
 from weir.sql import translate as tr
 from weir.sql.infer import COLUMNS_META, Types
 
@@ -249,4 +249,5 @@ _HANDLERS: dict[type, _Handler] = {
 }
 _HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its operators; ||, -, =, casts of jsonb
 _HANDLERS.update(text_functions.HANDLERS)  # left, right, lpad, rpad, concat_ws, split_part, translate, chr
+_HANDLERS.update(numeric_ops.HANDLERS)  # numeric division, avg, ln, log, exp, sqrt: exact, on the replica
 _HANDLERS.update(regex.HANDLERS)  # ~, ~*, regexp_like, substring(s FROM pattern): Java patterns

@@ -21,7 +21,7 @@ from weir import codec
 from weir import types as T
 from weir.codec import json as cjson
 from weir.errors import SqlState, WeirError
-from weir.sql import infer
+from weir.sql import infer, udf_calls
 from weir.sql import translate as tr
 from weir.sql.infer import Types
 from weir.sql.translate import refuse, spark_template
@@ -41,17 +41,12 @@ _SRF_OPERATION = {"jsonb_each": "each", "jsonb_each_text": "each_text", "jsonb_a
 
 
 def _call(operation: str, *args: exp.Expression) -> exp.Expression:
-    """weir_jsonb(operation, args...): weir's own UDF, which the gate lets pass."""
-    call = exp.Anonymous(this=UDF, expressions=[exp.Literal.string(operation), *args])
-    call.meta["weir_literal"] = True
-    return call
+    return udf_calls.call(UDF, operation, *args)
 
 
 def _checked(operation: str, *args: exp.Expression) -> exp.Expression:
     """A call of an operation that may fail: its error is raised where its value is used."""
-    return spark_template("element_at(transform(array({c}), r -> CASE WHEN r IS NULL THEN NULL "
-                     "WHEN startswith(r, '+') THEN substring(r, 2) ELSE raise_error(r) END), 1)",
-                     c=_call(operation + "!", *args))
+    return udf_calls.checked(UDF, operation + "!", *args)
 
 
 def _null() -> exp.Expression:

@@ -351,11 +351,13 @@ def round_(node: exp.Expression, types: Types) -> exp.Expression:
 
 
 def ceil_floor(node: exp.Expression, types: Types) -> exp.Expression:
-    """ceil/floor of a double stay doubles in PostgreSQL (Spark returns bigint)."""
+    """ceil/floor of a double stay doubles in PostgreSQL (Spark returns bigint), keeping
+    the sign of a zero (ceil(-0.5) is -0)."""
     if infer.is_float(types.of(node.this)):
-        fn = "ceil" if isinstance(node, exp.Ceil) else "floor"
-        return _spark(f"CASE WHEN abs({{x}}) >= 4503599627370496 OR isnan({{x}}) THEN {{x}} "
-                      f"ELSE CAST({fn}({{x}}) AS DOUBLE) END", x=node.this)
+        ceil = isinstance(node, exp.Ceil)
+        zero = "WHEN {x} > -1 AND {x} < 0 THEN -CAST(0 AS DOUBLE) " if ceil else ""
+        return _spark("CASE WHEN abs({x}) >= 4503599627370496 OR isnan({x}) OR {x} = 0 THEN {x} " + zero
+                      + f"ELSE CAST({'ceil' if ceil else 'floor'}({{x}}) AS DOUBLE) END", x=node.this)
     return node
 
 
@@ -486,9 +488,12 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression:
             call = exp.Anonymous(this=name, expressions=[node.this])
             call.meta["weir_literal"] = True  # weir's own function: the gate lets it pass
             return call
+        trimmed = r"regexp_replace(regexp_replace(CAST({x} AS STRING), '(\\.[0-9]*?)0+$', '$1'), '\\.$', '')"
         if infer.is_numeric(source) and source is not None and source.precision is None:
-            return _spark(r"regexp_replace(regexp_replace(CAST({x} AS STRING), '(\\.[0-9]*?)0+$', '$1'), "
-                          r"'\\.$', '')", x=node.this)
+            return _spark(trimmed, x=node.this)
+        if source is None:  # inference lost its type: Spark knows it (typeof folds when planned)
+            return _spark(f"CASE WHEN typeof({{x}}) = 'decimal(38,10)' THEN {trimmed} ELSE CAST({{x}} AS STRING) END",
+                          x=node.this)
     return node
 
 

@@ -1,6 +1,8 @@
 """PostgreSQL's numeric functions, exactly: the result scales of numeric.c
-(select_div_scale, numeric_ln/log/sqrt/exp) with Python decimals, for the constant
-evaluator; Spark only has them in double precision."""
+(select_div_scale, numeric_ln/log/sqrt/exp) with Python decimals. The constant
+evaluator calls them on the coordinator, and the replica's UDF `weir_numeric`
+(weir.codec.spark_udfs) in Spark jobs: Spark has them only in double precision, and
+its decimal division keeps as few as 6 fractional digits."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from weir.errors import SqlState, WeirError
 _MIN_SIG_DIGITS = 16
 _MAX_SCALE = 1000
 _CTX = Context(prec=1100)
+CONTEXT = _CTX  # the precision every operation here computes with
 
 
 def dscale(d: Decimal) -> int:
@@ -88,3 +91,10 @@ def exp(d: Decimal) -> Decimal:
         raise WeirError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
     rscale = min(max(_MIN_SIG_DIGITS - int(val * 0.434294481903252), dscale(d), 0), _MAX_SCALE)
     return _round(_CTX.exp(d), rscale)
+
+
+# operation name (of the replica's UDF weir_numeric) -> function
+OPERATIONS = {
+    "div": div, "ln": ln, "sqrt": sqrt, "exp": exp,
+    "log": lambda *a: log(*a) if len(a) == 2 else log(Decimal(10), a[0]),
+}
