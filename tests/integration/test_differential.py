@@ -21,7 +21,6 @@ from tests.differential.generator import Generator, Query
 from tests.differential.known import (
     ALLOWED,
     Known,
-    decimal_zeros,
     explainer,
 )
 from tests.differential.runner import Differential, Report, execute
@@ -31,12 +30,7 @@ from tests.pg_server import PgServer, pg_server  # noqa: F401  (session-scoped f
 
 # BUGS, not accepted differences: each belongs to a part of issue 10 and is listed only so
 # this suite stays green while that part is done. Remove an entry with its fix.
-KNOWN_WRONG: tuple[Known, ...] = (
-    Known("numeric-text-untyped", "part 2 (numeric)",
-          "numeric cast to text where weir's type inference loses the column's type (some nested joins "
-          "of inlined views, in materialized views) keeps Spark's 10 fractional digits: '1.5000000000'",
-          normalise=decimal_zeros),
-)
+KNOWN_WRONG: tuple[Known, ...] = ()
 
 SEED = int(os.environ.get("WEIR_DIFF_SEED", "20261123"))
 QUERIES = int(os.environ.get("WEIR_DIFF_QUERIES", "2000"))

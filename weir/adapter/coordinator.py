@@ -77,6 +77,9 @@ class Coordinator(api.Coordinator):
         from weir.adapter.statement_log import StatementLog
 
         self.statement_log = StatementLog(self)
+        from weir.adapter.holds import Holds
+
+        self.holds = Holds(self)  # HOLD objects' read holds (weir.adapter.holds)
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
@@ -121,7 +124,9 @@ class Coordinator(api.Coordinator):
         await self._cleanup_orphan_shards(store, {i.id for i in tables} |
                                           {i.id for i in self.catalog.list_items("source")} |
                                           set(mv_ids) | self.dataflow_errors.known_shards(mv_ids))
+        self.holds.load()  # durable holds, before any since moves
         self.storage.start()
+        self.holds.start()
         await self._open_builtins()
         await self.statement_log.recover()
         self.statement_log.start()
@@ -169,6 +174,7 @@ class Coordinator(api.Coordinator):
         for s in list(self.sessions.values()):
             s.cancel()
         await self.statement_log.stop()
+        await self.holds.stop()
         if self._status_task is not None:
             self._status_task.cancel()
         if self._frontier_task is not None:
@@ -336,6 +342,8 @@ class Coordinator(api.Coordinator):
 
         await mviews.drop_items(self, items)
         for item in items:
+            if item.kind == "hold":
+                self.holds.release(item.id)
             if item.kind == "materialized-view":
                 await self.storage.drop_collection(item.id)
                 await self.dataflow_errors.drop(item.id)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, clusters, indexes, mviews, planning, sources
+from weir.adapter import api, clusters, holds, indexes, mviews, planning, sources
 from weir.catalog.model import ColumnDef
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -39,6 +39,10 @@ async def execute(session: Session, stmt: st.Statement) -> api.Command:
         return await mviews.create(session, stmt)
     if isinstance(stmt, st.CreateIndex):
         return await indexes.create(session, stmt)
+    if isinstance(stmt, st.CreateHold):
+        return await holds.create(session, stmt)
+    if isinstance(stmt, st.AlterHold):
+        return await holds.alter(session, stmt)
     if isinstance(stmt, st.CreateSource):
         return await sources.create_source(session, stmt)
     if isinstance(stmt, st.CreateCluster):
@@ -226,6 +230,12 @@ async def _drop(session: Session, stmt: st.Drop) -> api.Command:
                 raise WeirError(SqlState.INVALID_SCHEMA_NAME, f"unknown schema '{parts[-1]}'")
             result = coord.catalog.drop_schema(schema.id, cascade=stmt.cascade)
             await coord.drop_storage(result.items)
+        elif stmt.object_kind == "hold":
+            hold = holds.find(session, parts, missing_ok=stmt.if_exists)
+            if hold is None:
+                session.notice(f'hold "{".".join(parts)}" does not exist, skipping')
+                continue
+            await coord.drop_storage(coord.catalog.drop_item(hold.id).items)
         else:
             try:
                 desc = coord.resolver(session).lookup(parts)

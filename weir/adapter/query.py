@@ -148,7 +148,12 @@ async def timestamp_as_of(session: Session, inputs: dict[str, RelationDesc], as_
     else:
         bad = {sid: since for sid, since in sinces.items() if t < since}
         if bad:
+            from weir.adapter.holds import too_old_detail
+
             detail = ", ".join(f"{inputs[sid].name}: since {since}" for sid, since in bad.items())
+            held = [d for d in (too_old_detail(session.coord, sid, t) for sid in bad) if d]
+            if held:
+                detail += " (" + "; ".join(held) + ")"
             raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
                             f"Timestamp ({t}) is not valid for all inputs: {detail}",
                             hint="could not find a valid timestamp: the inputs have been compacted "

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from weir.catalog.model import (
+    HOLD,
     INDEX,
     MATERIALIZED_VIEW,
     MZ_CATALOG,
@@ -242,6 +243,23 @@ def _object_dependencies(s: Snapshot) -> list[Row]:
     return [(i.id, d) for i in s.items for d in i.dependencies]
 
 
+def _holds(s: Snapshot) -> list[Row]:
+    """HOLD objects (weir.adapter.holds): their time and how MAX LAG has moved them."""
+    databases = {x.id: x.database_id for x in s.schemas}
+    out: list[Row] = []
+    for i in _items(s, HOLD):
+        d = i.definition
+        last = d.get("last_auto_advanced_at")
+        out.append((i.id, databases.get(i.schema_id), i.schema_id, i.name, int(d["at"]), i.owner_id,
+                    timedelta(milliseconds=int(d["max_lag_ms"])), i.created_at, int(d.get("auto_advances", 0)),
+                    datetime.fromtimestamp(last / 1000, tz=UTC) if last is not None else None))
+    return out
+
+
+def _hold_objects(s: Snapshot) -> list[Row]:
+    return [(i.id, d) for i in _items(s, HOLD) for d in i.dependencies]
+
+
 def _runtime(s: Snapshot) -> list[Row]:
     return []
 
@@ -314,6 +332,13 @@ BUILTINS: tuple[BuiltinTable, ...] = (
         ("id", TEXT), ("oid", OID), ("schema_id", TEXT), ("name", TEXT), ("type", TEXT),
         ("owner_id", TEXT), ("cluster_id", TEXT), ("privileges", TEXT_ARRAY)), _objects,
         frozenset({"cluster_id"})),
+    # HOLD objects (design 003): one row per hold, one per object it holds
+    BuiltinTable(MZ_CATALOG, "mz_holds", "s116", 16416, _t(
+        ("id", TEXT), ("database_id", TEXT), ("schema_id", TEXT), ("name", TEXT), ("at", MZ_TIMESTAMP),
+        ("owner_id", TEXT), ("max_lag", INTERVAL), ("created_at", TIMESTAMPTZ), ("auto_advances", INT8),
+        ("last_auto_advanced_at", TIMESTAMPTZ)), _holds, frozenset({"database_id", "last_auto_advanced_at"})),
+    BuiltinTable(MZ_CATALOG, "mz_hold_objects", "s117", 16417, _t(
+        ("hold_id", TEXT), ("on_id", TEXT)), _hold_objects),
     BuiltinTable(MZ_INTERNAL, "mz_object_dependencies", "s200", 16500, _t(
         ("object_id", TEXT), ("referenced_object_id", TEXT)), _object_dependencies),
     BuiltinTable(MZ_INTERNAL, "mz_cluster_replica_statuses", "s201", 16501, _t(

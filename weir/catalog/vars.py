@@ -347,6 +347,9 @@ VARS: tuple[VarDef, ...] = (
     VarDef("statement_logging_target_data_rate", "int", "", "The most bytes per second "
            "the statement history records (empty, the default, or 0: no limit).",
            session=False, min=0, nullable=True),
+    VarDef("max_hold_max_lag", "duration", "1d", "The largest MAX LAG a HOLD may have "
+           "(CREATE HOLD): how much history one hold can keep from compaction.", session=False,
+           min=1000, max=3650 * 86_400_000),
     VarDef("statement_logging_mode", "enum", "on", "Statement history: on, dry_run "
            "(sample and count but write nothing) or off.", session=False,
            choices=("on", "dry_run", "off"), aliases=(("true", "on"), ("false", "off"))),

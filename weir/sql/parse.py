@@ -187,10 +187,14 @@ def split_as_of(text: str) -> tuple[str, st.AsOf | None]:
     if m is None or text[:m.start()].count("'") % 2:
         return text, None
     try:
-        expr = sqlglot.parse_one(f"SELECT {m.group('expr')}", dialect=_DIALECT).expressions[0]
+        select = sqlglot.parse_one(f"SELECT {m.group('expr')}", dialect=_DIALECT)
     except (ParseError, TokenError):
         return text, None
-    return text[:m.start()], st.AsOf(expr, bool(m.group(1)))
+    if len(select.expressions) != 1 or any(v for k, v in select.args.items() if k != "expressions"):
+        # `AS OF t ORDER BY a`: the ORDER BY would be dropped with the time's expression
+        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error: AS OF comes last in a query, after ORDER BY, "
+                        "LIMIT and OFFSET")
+    return text[:m.start()], st.AsOf(select.expressions[0], bool(m.group(1)))
 
 
 def parse_statement(text: str) -> st.Statement:
@@ -525,6 +529,12 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return _parse_drop(text, "source", words[2:])
     if head in ("GRANT", "REVOKE"):
         return _parse_grant(text, words, upper, head == "REVOKE")
+    if head in ("CREATE", "ALTER") and len(upper) > 1 and upper[1] == "HOLD":
+        from weir.sql import parse_holds
+
+        return (parse_holds.parse_create_hold if head == "CREATE" else parse_holds.parse_alter_hold)(text)
+    if head == "DROP" and len(upper) > 1 and upper[1] == "HOLD":
+        return _parse_drop(text, "hold", words[2:])
     return None
 
 

@@ -427,3 +427,32 @@ class ExecutePrepared(Statement):
     @property
     def kind(self) -> str:
         return "execute"
+
+
+@dataclass
+class CreateHold(Statement):
+    """CREATE HOLD name ON obj [, ...] [AT t] [WITH (MAX LAG = interval)] (design 003)."""
+
+    name: list[str] = field(default_factory=list)
+    objects: list[list[str]] = field(default_factory=list)
+    at: exp.Expression | None = field(default=None, repr=False)
+    max_lag: str | None = None  # interval text; None: the default ('3h')
+    if_not_exists: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "create_hold"
+
+
+@dataclass
+class AlterHold(Statement):
+    """ALTER HOLD name ADVANCE [TO t] | RENAME TO new."""
+
+    name: list[str] = field(default_factory=list)
+    action: str = "advance"  # advance | rename
+    to: exp.Expression | None = field(default=None, repr=False)
+    new_name: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "alter_hold"

@@ -38,6 +38,12 @@ class _Collection:
     # Written by replicas (materialized view outputs): the coordinator never advances the
     # upper, it follows the shard's durable upper.
     external: bool = False
+    # how far since trails upper when nothing holds it (RETAIN HISTORY)
+    window_ms: int = COMPACTION_WINDOW_MS
+
+    def advance_since(self) -> None:
+        held = min(self.holds.values(), default=self.upper)
+        self.since = max(self.since, min(self.upper - self.window_ms, held))
 
 
 @dataclass
@@ -64,6 +70,20 @@ class ReadHold:
                 c = self._controller.collections.get(sid)
                 if c is not None and self.hold_id in c.holds:
                     c.holds[self.hold_id] = ts
+
+    def move_to(self, ts: int) -> None:
+        """Hold at `ts`, earlier or later: earlier only where every collection's since
+        still allows it (another hold kept it there); raises otherwise, holding as before."""
+        for sid in self.shard_ids:
+            c = self._controller.collections.get(sid)
+            if c is not None and ts < c.since:
+                raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                                f"Timestamp ({ts}) is not valid for all inputs: since is {c.since}")
+        self.ts = ts
+        for sid in self.shard_ids:
+            c = self._controller.collections.get(sid)
+            if c is not None and self.hold_id in c.holds:
+                c.holds[self.hold_id] = ts
 
     def release(self) -> None:
         if not self._released:
@@ -163,6 +183,12 @@ class StorageController:
         return c.since, c.upper
 
     # ---- reads -----------------------------------------------------------------
+    def set_compaction_window(self, shard_id: str, window_ms: int) -> None:
+        """How far since trails upper for this collection from now on (RETAIN HISTORY)."""
+        c = self.collections.get(shard_id)
+        if c is not None:
+            c.window_ms = window_ms
+
     def acquire_read_hold(self, shard_ids: list[str], ts: int) -> ReadHold:
         """Pin `since` of these collections at `ts`; raise if `ts` is already compacted away."""
         for sid in shard_ids:
@@ -314,8 +340,7 @@ class StorageController:
         for c in self.collections.values():
             if not c.external:
                 c.upper = max(c.upper, ts + 1)
-            held = min(c.holds.values(), default=c.upper)
-            c.since = max(c.since, min(c.upper - COMPACTION_WINDOW_MS, held))
+            c.advance_since()
         self.oracle.apply_write(ts)
         for cb in self.on_commit:
             cb(ts)
@@ -344,8 +369,7 @@ class StorageController:
         if upper > c.upper:
             c.dirty_since_compaction = True
         c.upper = c.durable_upper = max(c.upper, upper)
-        held = min(c.holds.values(), default=c.upper)
-        c.since = max(c.since, min(c.upper - COMPACTION_WINDOW_MS, held))
+        c.advance_since()
 
     async def refresh_upper(self, shard_id: str) -> int:
         """An external collection's durable upper now (not as of the last tick)."""

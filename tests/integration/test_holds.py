@@ -1,0 +1,310 @@
+"""HOLD objects (design 003) through the wire protocol: the rules of CREATE / ALTER /
+DROP HOLD one by one, holds surviving a kill -9 of the server, and a SUBSCRIBE that
+advances its hold as it consumes losing nothing and seeing nothing twice across crashes."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.integration.server import WeirServer
+
+WINDOW_S = 1.0  # a user object's default compaction window
+
+
+def _at(c: psycopg.Connection, name: str) -> int:
+    row = c.execute("SELECT at FROM mz_catalog.mz_holds WHERE name = %s", (name,)).fetchone()
+    assert row is not None, f"no hold {name}"
+    return int(row[0])
+
+
+def _error(c: psycopg.Connection, sql: str) -> psycopg.Error:
+    with pytest.raises(psycopg.Error) as info:
+        c.execute(sql)
+    return info.value
+
+
+def test_hold_rules(server: WeirServer) -> None:
+    with server.connect() as c:
+        c.execute("CREATE SCHEMA IF NOT EXISTS hold_other")
+        c.execute("CREATE TABLE hr_t (a int)")
+        c.execute("CREATE TABLE hold_other.hr_u (a int)")
+        c.execute("INSERT INTO hr_t VALUES (1)")
+        c.execute("CREATE VIEW hr_v AS SELECT a FROM hr_t")
+        c.execute("CREATE MATERIALIZED VIEW hr_mv AS SELECT count(*) AS n FROM hr_t")
+        c.execute("CREATE INDEX hr_i ON hr_v (a)")
+
+        # objects in other schemas; without AT: the least time valid for every object
+        c.execute("CREATE HOLD hr_h ON hr_t, hold_other.hr_u, hr_mv")
+        at = _at(c, "hr_h")
+        (hid,) = c.execute("SELECT id FROM mz_catalog.mz_holds WHERE name = 'hr_h'").fetchone()
+        on = {r[0] for r in c.execute("SELECT on_id FROM mz_catalog.mz_hold_objects WHERE hold_id = %s",
+                                      (hid,)).fetchall()}
+        ids = {r[0] for r in c.execute("SELECT id FROM mz_catalog.mz_objects WHERE name IN "
+                                       "('hr_t', 'hr_u', 'hr_mv')").fetchall()}
+        assert on == ids
+        row = c.execute("SELECT max_lag, auto_advances, last_auto_advanced_at, owner_id, created_at "
+                        "FROM mz_catalog.mz_holds WHERE name = 'hr_h'").fetchone()
+        assert row[0].total_seconds() == 3 * 3600 and row[1] == 0 and row[2] is None and row[4] is not None
+
+        # history at the hold's time stays readable long after the compaction window
+        c.execute("INSERT INTO hr_t VALUES (2)")
+        time.sleep(3 * WINDOW_S)
+        c.execute("INSERT INTO hr_t VALUES (3)")
+        assert c.execute(f"SELECT a FROM hr_t AS OF {at}").fetchall() == [(1,)]
+        deadline = time.time() + 60
+        while True:  # the materialized view may still be catching up to `at`
+            try:
+                assert c.execute(f"SELECT n FROM hr_mv AS OF {at}").fetchall() == [(1,)]
+                break
+            except psycopg.Error:
+                assert time.time() < deadline
+                time.sleep(0.5)
+        with c.cursor() as cur, cur.copy(
+                f"COPY (SUBSCRIBE hr_t AS OF {at} UP TO {at + 1}) TO STDOUT") as cp:
+            assert [r[-1] for r in cp.rows()] == ["1"]
+        # an object nobody holds is compacted as before: the error names no hold
+        (unheld,) = c.execute("SELECT mz_now()::text").fetchone()
+        c.execute("CREATE TABLE hr_free (a int)")
+        time.sleep(3 * WINDOW_S)
+        err = _error(c, f"SELECT * FROM hr_free AS OF {int(unheld)}")
+        assert err.sqlstate == "22023" and "hold" not in str(err)
+
+        # a read before the hold's time names the hold
+        err = _error(c, f"SELECT * FROM hr_t AS OF {at - 1}")
+        assert err.sqlstate == "22023" and 'hold "hr_h"' in str(err) and str(at) in str(err)
+
+        # AT: not before an object's read frontier (unless another hold allows it), not in the future
+        err = _error(c, "CREATE HOLD hr_bad ON hr_t AT 1")
+        assert err.sqlstate == "22023" and '"hr_t"' in str(err)
+        err = _error(c, f"CREATE HOLD hr_bad ON hr_t AT {at + 10**9}")
+        assert err.sqlstate == "22023" and "future" in str(err)
+        c.execute(f"CREATE HOLD hr_h2 ON hr_t AT {at}")  # another hold on hr_t is at `at`
+        assert _at(c, "hr_h2") == at
+
+        # ADVANCE TO: forward; back only where another hold keeps the history
+        c.execute(f"ALTER HOLD hr_h2 ADVANCE TO {at + 500}")
+        assert _at(c, "hr_h2") == at + 500
+        c.execute(f"ALTER HOLD hr_h2 ADVANCE TO {at}")  # back: hr_h still holds hr_t at `at` ...
+        c.execute(f"ALTER HOLD hr_h2 ADVANCE TO {at + 500}")
+        c.execute(f"ALTER HOLD hr_h ADVANCE TO {at + 500}")
+        time.sleep(2)
+        err = _error(c, f"ALTER HOLD hr_h2 ADVANCE TO {at}")  # ... and once it moved on, not
+        assert err.sqlstate == "22023" and '"hr_t"' in str(err)
+        assert _at(c, "hr_h2") == at + 500  # a refused ADVANCE changes nothing
+        assert c.execute(f"SELECT a FROM hr_t ORDER BY a AS OF {at + 500}").fetchall() == [(1,)]
+        c.execute("DROP HOLD hr_h2")
+        # ADVANCE without TO: to the objects' read frontier
+        c.execute("ALTER HOLD hr_h ADVANCE")
+        assert _at(c, "hr_h") > at + 500
+
+        # what can be held
+        err = _error(c, "CREATE HOLD hr_bad ON hr_v")
+        assert err.sqlstate == "42809" and "view" in str(err)
+        err = _error(c, "CREATE HOLD hr_bad ON hr_nosuch")
+        assert err.sqlstate == "42P01"
+        err = _error(c, "CREATE HOLD hr_bad ON mz_catalog.mz_tables")
+        assert err.sqlstate in ("0A000", "42809")
+        # MAX LAG: positive, capped by max_hold_max_lag
+        assert _error(c, "CREATE HOLD hr_bad ON hr_t WITH (MAX LAG = '-1h')").sqlstate == "22023"
+        assert _error(c, "CREATE HOLD hr_bad ON hr_t WITH (MAX LAG = '2d')").sqlstate == "22023"
+        assert _error(c, "CREATE HOLD hr_bad ON hr_t WITH (MAX LAG = 'soon')").sqlstate == "22023"
+        assert c.execute("SELECT count(*) FROM mz_catalog.mz_holds WHERE name = 'hr_bad'").fetchone() == (0,)
+
+        # an index: reads of what it serves stay valid from the hold's time
+        c.execute("CREATE HOLD hr_ih ON hr_i")
+        iat = _at(c, "hr_ih")
+        c.execute("INSERT INTO hr_t VALUES (4)")
+        time.sleep(3 * WINDOW_S)
+        assert c.execute(f"SELECT a FROM hr_v ORDER BY a AS OF {iat}").fetchall() == [(1,), (2,), (3,)]
+
+        # MAX LAG: the hold advances by itself and says so
+        c.execute("CREATE HOLD hr_lag ON hold_other.hr_u WITH (MAX LAG = '2s')")
+        first = _at(c, "hr_lag")
+        deadline = time.time() + 30
+        while c.execute("SELECT auto_advances FROM mz_catalog.mz_holds WHERE name = 'hr_lag'").fetchone()[0] == 0:
+            assert time.time() < deadline
+            time.sleep(0.5)
+        row = c.execute("SELECT at, last_auto_advanced_at FROM mz_catalog.mz_holds WHERE name = 'hr_lag'").fetchone()
+        assert int(row[0]) > first and row[1] is not None
+
+        # rename; dropping a held object needs CASCADE, which drops its holds
+        c.execute("ALTER HOLD hr_h RENAME TO hr_h_renamed")
+        assert c.execute("SELECT count(*) FROM mz_catalog.mz_holds WHERE name = 'hr_h_renamed'").fetchone() == (1,)
+        err = _error(c, "DROP TABLE hold_other.hr_u")
+        assert err.sqlstate == "2BP01" and "hold" in str(err)
+        c.execute("DROP TABLE hold_other.hr_u CASCADE")
+        names = {r[0] for r in c.execute("SELECT name FROM mz_catalog.mz_holds").fetchall()}
+        assert "hr_h_renamed" not in names and "hr_lag" not in names
+        assert _error(c, "DROP HOLD hr_h_renamed").sqlstate == "42704"
+        c.execute("DROP HOLD IF EXISTS hr_h_renamed")
+        c.execute("DROP HOLD hr_ih")
+        assert _error(c, "ALTER HOLD hr_ih ADVANCE").sqlstate == "42704"
+        c.execute("DROP TABLE hr_t CASCADE")
+        c.execute("DROP TABLE hr_free")
+
+
+def test_holds_survive_a_crash(tmp_path: Path, java: None) -> None:
+    srv = WeirServer(tmp_path / "data").start()
+    try:
+        with srv.connect() as c:
+            c.execute("CREATE TABLE hc_t (a int)")
+            c.execute("INSERT INTO hc_t VALUES (1)")
+            c.execute("CREATE MATERIALIZED VIEW hc_mv AS SELECT sum(a) AS s FROM hc_t")
+            c.execute("CREATE VIEW hc_v AS SELECT a FROM hc_t")
+            c.execute("CREATE INDEX hc_i ON hc_v (a)")
+            deadline = time.time() + 120
+            while c.execute("SELECT s FROM hc_mv").fetchall() != [(1,)]:
+                assert time.time() < deadline
+                time.sleep(0.5)
+            c.execute("CREATE HOLD hc_h ON hc_t, hc_mv, hc_i")
+            at = _at(c, "hc_h")
+            c.execute("INSERT INTO hc_t VALUES (10)")
+        srv.kill()
+        srv.start()
+        with srv.connect() as c:
+            assert _at(c, "hc_h") == at
+            time.sleep(3 * WINDOW_S)
+            c.execute("INSERT INTO hc_t VALUES (100)")
+            assert c.execute(f"SELECT a FROM hc_t AS OF {at}").fetchall() == [(1,)]
+            assert c.execute(f"SELECT a FROM hc_v AS OF {at}").fetchall() == [(1,)]
+            deadline = time.time() + 120
+            while True:
+                try:
+                    assert c.execute(f"SELECT s FROM hc_mv AS OF {at}").fetchall() == [(1,)]
+                    break
+                except psycopg.errors.QueryCanceled:
+                    raise
+                except psycopg.Error:
+                    assert time.time() < deadline
+                    time.sleep(0.5)
+            assert c.execute("SELECT sum(a) FROM hc_t").fetchone() == (111,)
+    finally:
+        srv.stop()
+
+
+class _Writer(threading.Thread):
+    """Inserts 1, 2, 3, ... one per statement, reconnecting after crashes."""
+
+    def __init__(self, srv: WeirServer) -> None:
+        super().__init__(daemon=True)
+        self.srv, self.acked, self.stop = srv, [], threading.Event()
+        self.next = 1
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                with self.srv.connect(connect_timeout=2) as c:
+                    while not self.stop.is_set():
+                        c.execute("INSERT INTO lossless VALUES (%s)", (self.next,))
+                        self.acked.append(self.next)
+                        self.next += 1
+                        time.sleep(0.02)
+            except psycopg.Error:
+                self.next += 1  # the INSERT in flight may or may not have landed: never reuse its value
+                time.sleep(0.3)
+
+
+class _Subscriber(threading.Thread):
+    """The client recipe of the README: apply updates at each progress message P, advance
+    the hold to P - 1, and after any failure resubscribe AS OF P - 1 WITHOUT a snapshot."""
+
+    def __init__(self, srv: WeirServer, at: int) -> None:
+        super().__init__(daemon=True)
+        self.srv, self.at, self.stop = srv, at, threading.Event()
+        self.seen: dict[int, int] = {}
+        self.resubscribes = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                try:
+                    self._follow()
+                except psycopg.Error:
+                    time.sleep(0.3)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+    def _follow(self) -> None:
+        with self.srv.connect(connect_timeout=2) as c, self.srv.connect(connect_timeout=2) as ctl:
+            self.resubscribes += 1
+            sql = f"COPY (SUBSCRIBE lossless WITH (PROGRESS, SNAPSHOT false) AS OF {self.at}) TO STDOUT"
+            pending: list[tuple[int, int]] = []
+            with c.cursor() as cur, cur.copy(sql) as cp:
+                for ts, progressed, diff, value in cp.rows():
+                    if progressed == "t":
+                        for v, d in pending:
+                            self.seen[v] = self.seen.get(v, 0) + d
+                        pending.clear()
+                        self.at = int(ts) - 1
+                        ctl.execute(f"ALTER HOLD lossless_h ADVANCE TO {self.at}")
+                        if self.stop.is_set():
+                            return
+                    else:
+                        pending.append((int(value), int(diff)))
+
+
+def _lossless(tmp_path: Path, cycles: int) -> None:
+    rng = random.Random(20261124)
+    srv = WeirServer(tmp_path / "data").start()
+    writer: _Writer | None = None
+    sub: _Subscriber | None = None
+    try:
+        with srv.connect() as c:
+            c.execute("CREATE TABLE lossless (v int)")
+            c.execute("CREATE HOLD lossless_h ON lossless")
+            at = _at(c, "lossless_h")
+        writer, sub = _Writer(srv), _Subscriber(srv, at)
+        writer.start()
+        sub.start()
+        for cycle in range(cycles):
+            time.sleep(rng.uniform(1.0, 4.0))
+            if cycle % 4 == 3 and srv.replica_pids():  # now and then the replica instead
+                os.kill(srv.replica_pids()[0], signal.SIGKILL)
+                continue
+            srv.kill()
+            time.sleep(rng.uniform(0.0, 2.0))  # clients fail and retry while it is down
+            srv.start(wait_for_replica=False)
+        time.sleep(8)  # writes after the last crash too (an INSERT waits for its commit, ~1 s)
+        writer.stop.set()
+        writer.join(30)
+        with srv.connect() as c:
+            stored = sorted(r[0] for r in c.execute("SELECT v FROM lossless").fetchall())
+        deadline = time.time() + 60
+        while sorted(v for v, n in sub.seen.items() if n) != stored and time.time() < deadline:
+            assert sub.error is None, sub.error
+            time.sleep(0.5)
+        sub.stop.set()
+        assert sub.error is None, sub.error
+        assert len(stored) == len(set(stored)), "a row was stored twice"
+        assert set(writer.acked) <= set(stored), "an acknowledged INSERT was lost"
+        duplicated = {v: n for v, n in sub.seen.items() if n > 1}
+        negative = {v: n for v, n in sub.seen.items() if n < 0}
+        assert not duplicated and not negative, (duplicated, negative)
+        missing = set(stored) - {v for v, n in sub.seen.items() if n == 1}
+        assert not missing, f"the subscriber lost {len(missing)} rows: {sorted(missing)[:10]}"
+        assert sub.resubscribes > cycles // 2, "the subscriber did not see the crashes"
+        assert len(stored) > 10
+    finally:
+        if writer is not None:
+            writer.stop.set()
+        if sub is not None:
+            sub.stop.set()
+        srv.stop()
+
+
+def test_lossless_subscribe_across_crashes(tmp_path: Path, java: None) -> None:
+    _lossless(tmp_path, cycles=3)
+
+
+@pytest.mark.slow
+def test_lossless_subscribe_20_kill_cycles(tmp_path: Path, java: None) -> None:
+    _lossless(tmp_path, cycles=20)

@@ -1,0 +1,261 @@
+"""HOLD objects (design 003): durable read holds a client takes on tables, sources,
+materialized views and indexes, and advances as it consumes, so that a SUBSCRIBE ... AS OF
+the last time it saw stays valid across crashes and reconnects.
+
+A hold is a catalog item (kind 'hold') whose dependencies are its objects (so dropping
+one needs CASCADE, which drops the hold) and whose definition keeps its time (`at`), its
+MAX LAG and its automatic advances. The coordinator keeps one storage read hold per HOLD,
+taken for every hold in the catalog before the storage controller moves any since after
+a restart. A hold on an index holds the storage collections the index reads (weir keeps
+an index's history in storage, not in the arrangement: a read AS OF a held time runs on
+Spark over the held inputs)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from weir.adapter import api
+from weir.catalog.model import HOLD, INDEX, MATERIALIZED_VIEW, SOURCE, TABLE, VIEW, Item, kind_label
+from weir.codec import interval as cinterval
+from weir.errors import SqlState, WeirError
+from weir.sql import statements as st
+
+if TYPE_CHECKING:
+    from weir.adapter.coordinator import Coordinator
+    from weir.adapter.session import Session
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_LAG = "3h"
+HOLDABLE = (TABLE, SOURCE, MATERIALIZED_VIEW, INDEX)
+
+
+def _lag_ms(text: str) -> int:
+    try:
+        span = cinterval.parse(text).span()
+    except WeirError:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'invalid MAX LAG: "{text}" is not an interval') from None
+    if span <= 0:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f"MAX LAG must be positive, not '{text}'")
+    return span // 1000
+
+
+def storage_ids(coord: Coordinator, item: Item) -> list[str]:
+    """The storage collections whose since a hold on `item` keeps back."""
+    if item.kind in (TABLE, SOURCE, MATERIALIZED_VIEW):
+        return [item.id]
+    out: list[str] = []
+    seen: set[str] = set()
+    todo = list(item.dependencies)
+    while todo:
+        dep = coord.catalog.get_item(todo.pop())
+        if dep.id in seen:
+            continue
+        seen.add(dep.id)
+        if dep.kind in (TABLE, SOURCE, MATERIALIZED_VIEW):
+            out.append(dep.id)
+        else:
+            todo.extend(dep.dependencies)
+    return sorted(out)
+
+
+class Holds:
+    """The storage read holds of the catalog's HOLD objects, and their MAX LAG."""
+
+    def __init__(self, coord: Coordinator) -> None:
+        self.coord = coord
+        self.read_holds: dict[str, Any] = {}  # hold id -> storage ReadHold
+        self._task: asyncio.Task[None] | None = None
+
+    def _shards(self, hold: Item) -> list[str]:
+        return sorted({sid for oid in hold.dependencies for sid in storage_ids(self.coord, self.coord.catalog.get_item(oid))})
+
+    def load(self) -> None:
+        """Take every durable hold before any since moves (bootstrap)."""
+        storage = self.coord.storage
+        for hold in self.coord.catalog.list_items(HOLD):
+            shards = [s for s in self._shards(hold) if s in storage.collections]
+            at = int(hold.definition["at"])
+            since = max((storage.frontiers(s)[0] for s in shards), default=at)
+            if since > at:  # cannot happen unless the catalog lost an advance; hold what is left
+                log.warning("hold %s is at %d but its objects are compacted to %d", hold.name, at, since)
+                at = since
+            self.read_holds[hold.id] = storage.acquire_read_hold(shards, at)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._enforce_max_lag(), name="hold-max-lag")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def release(self, hold_id: str) -> None:
+        rh = self.read_holds.pop(hold_id, None)
+        if rh is not None:
+            rh.release()
+
+    def holds_on(self, shard_id: str) -> list[Item]:
+        """The HOLD objects that keep this collection's history."""
+        return [h for h in self.coord.catalog.list_items(HOLD) if shard_id in self._shards(h)]
+
+    async def _enforce_max_lag(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                await self._advance_lagging()
+            except Exception:  # noqa: BLE001 - retried at the next pass
+                log.warning("enforcing MAX LAG of holds failed", exc_info=True)
+
+    async def _advance_lagging(self) -> None:
+        storage = self.coord.storage
+        changed = False
+        for hold in self.coord.catalog.list_items(HOLD):
+            rh = self.read_holds.get(hold.id)
+            if rh is None or not rh.shard_ids:
+                continue
+            upper = min(storage.frontiers(s)[1] for s in rh.shard_ids)
+            at, max_lag = int(hold.definition["at"]), int(hold.definition["max_lag_ms"])
+            if upper - at <= max_lag:
+                continue
+            new_at = upper - max_lag
+            rh.move_to(new_at)
+            definition = dict(hold.definition, at=new_at,
+                              auto_advances=int(hold.definition.get("auto_advances", 0)) + 1,
+                              last_auto_advanced_at=int(time.time() * 1000))
+            self.coord.catalog.alter_item(hold.id, definition=definition)
+            changed = True
+        if changed:
+            await self.coord.catalog_changed()
+
+
+def _eval_time(session: Session, expr: Any) -> int:
+    from weir.adapter.query import eval_as_of
+
+    return eval_as_of(session, expr)
+
+
+def find(session: Session, parts: list[str], *, missing_ok: bool = False) -> Item | None:
+    coord = session.coord
+    if len(parts) == 1:
+        db = coord.lookup_database(session.database)
+        for name in session.search_path:
+            schema = coord.catalog.find_schema(db.id, name)
+            item = coord.catalog.find_item(schema.id, parts[0]) if schema is not None else None
+            if item is not None and item.kind == HOLD:
+                return item
+    else:
+        schema = coord.lookup_schema(parts[0] if len(parts) == 3 else session.database, parts[-2])
+        item = coord.catalog.find_item(schema.id, parts[-1])
+        if item is not None and item.kind == HOLD:
+            return item
+    if missing_ok:
+        return None
+    raise WeirError(SqlState.UNDEFINED_OBJECT, f'unknown hold "{".".join(parts)}"')
+
+
+def _check_time(coord: Coordinator, objects: list[Item], t: int, verb: str) -> None:
+    """t must be readable for every object: at or after its since (which no hold lets pass
+    the holds on it), and not in the future (an object's write frontier may lag behind t,
+    as a materialized view's does: reads at t then wait for it)."""
+    storage = coord.storage
+    now = coord.oracle.read_ts() + 1
+    for obj in objects:
+        for sid in storage_ids(coord, obj):
+            since, upper = storage.frontiers(sid)
+            if t < since:
+                raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                                f"cannot {verb} at {t}: {kind_label(obj.kind)} \"{obj.name}\" has been compacted to "
+                                f"{since} (its read frontier), and no hold on it is at or before {t}")
+            now = max(now, upper)
+    if t > now:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                        f"cannot {verb} at {t}: it is in the future (the objects' write frontier is {now})")
+
+
+def _default_time(coord: Coordinator, objects: list[Item]) -> int:
+    """The least time valid for every object: the greatest of their read frontiers."""
+    return max(coord.storage.frontiers(sid)[0] for obj in objects for sid in storage_ids(coord, obj))
+
+
+async def create(session: Session, stmt: st.CreateHold) -> api.Command:
+    from weir.adapter.ddl import target_schema
+
+    coord = session.coord
+    cat = coord.catalog
+    schema_id, name = target_schema(session, stmt.name)
+    if stmt.if_not_exists and cat.find_item(schema_id, name) is not None:
+        session.notice(f'hold "{name}" already exists, skipping')
+        return api.Command("CREATE HOLD")
+    resolver = coord.resolver(session)
+    objects: list[Item] = []
+    for parts in stmt.objects:
+        obj = cat.get_item(resolver.lookup(parts).id)
+        if obj.kind not in HOLDABLE:
+            what = "an unmaterialized view" if obj.kind == VIEW else f"a {kind_label(obj.kind)}"
+            raise WeirError(SqlState.WRONG_OBJECT_TYPE,
+                            f'cannot create a hold on "{obj.name}": it is {what}; holds are on tables, '
+                            "sources, materialized views and indexes")
+        if obj.builtin:
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f'cannot create a hold on system object "{obj.name}"')
+        if obj.id not in (o.id for o in objects):
+            objects.append(obj)
+    max_lag_text = stmt.max_lag or DEFAULT_MAX_LAG
+    max_lag = _lag_ms(max_lag_text)
+    cap = coord.system_var("max_hold_max_lag")
+    from weir.catalog.vars import duration_ms
+
+    if max_lag > duration_ms(cap):
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                        f"MAX LAG '{max_lag_text}' exceeds the limit max_hold_max_lag ({cap})")
+    at = _eval_time(session, stmt.at) if stmt.at is not None else _default_time(coord, objects)
+    _check_time(coord, objects, at, "create a hold")
+    shards = sorted({sid for o in objects for sid in storage_ids(coord, o)})
+    read_hold = coord.storage.acquire_read_hold(shards, at)  # before any await: since cannot pass it
+    try:
+        item = cat.create_item(HOLD, schema_id, name, create_sql=stmt.sql, owner_id=session.role.id,
+                               dependencies=[o.id for o in objects],
+                               definition={"at": at, "max_lag": max_lag_text, "max_lag_ms": max_lag,
+                                           "auto_advances": 0, "last_auto_advanced_at": None})
+    except BaseException:
+        read_hold.release()
+        raise
+    coord.holds.read_holds[item.id] = read_hold
+    await coord.catalog_changed()
+    return api.Command("CREATE HOLD")
+
+
+async def alter(session: Session, stmt: st.AlterHold) -> api.Command:
+    coord = session.coord
+    hold = find(session, stmt.name)
+    assert hold is not None
+    if stmt.action == "rename":
+        assert stmt.new_name is not None
+        coord.catalog.alter_item(hold.id, name=stmt.new_name)
+        await coord.catalog_changed()
+        return api.Command("ALTER HOLD")
+    objects = [coord.catalog.get_item(d) for d in hold.dependencies]
+    rh = coord.holds.read_holds[hold.id]
+    if stmt.to is not None:
+        t = _eval_time(session, stmt.to)
+    else:  # the objects' read frontier without this hold: what their other holds and windows allow
+        storage = coord.storage
+        t = max(int(hold.definition["at"]),
+                min(storage.collections[s].upper - storage.collections[s].window_ms for s in rh.shard_ids)
+                if rh.shard_ids else int(hold.definition["at"]))
+        t = max(t, _default_time(coord, objects))
+    _check_time(coord, objects, t, "advance the hold")
+    rh.move_to(t)
+    coord.catalog.alter_item(hold.id, definition=dict(hold.definition, at=t))
+    await coord.catalog_changed()
+    return api.Command("ALTER HOLD")
+
+
+def too_old_detail(coord: Coordinator, shard_id: str, t: int) -> str | None:
+    """For a read AS OF t before a collection's since: the holds on it that start after t."""
+    later = [h for h in coord.holds.holds_on(shard_id) if int(h.definition["at"]) > t]
+    if not later:
+        return None
+    return "; ".join(f'hold "{h.name}" keeps its history from {int(h.definition["at"])}, after {t}' for h in later)
