@@ -308,3 +308,36 @@ def test_lossless_subscribe_across_crashes(tmp_path: Path, java: None) -> None:
 @pytest.mark.slow
 def test_lossless_subscribe_20_kill_cycles(tmp_path: Path, java: None) -> None:
     _lossless(tmp_path, cycles=20)
+
+
+def test_retain_history(server: WeirServer) -> None:
+    with server.connect() as c:
+        c.execute("CREATE TABLE rh_t (a int) WITH (RETAIN HISTORY FOR '1h')")
+        c.execute("CREATE TABLE rh_plain (a int)")
+        c.execute("INSERT INTO rh_t VALUES (1)")
+        c.execute("INSERT INTO rh_plain VALUES (1)")
+        (ts,) = c.execute("SELECT mz_now()::text").fetchone()
+        c.execute("INSERT INTO rh_t VALUES (2)")
+        c.execute("INSERT INTO rh_plain VALUES (2)")
+        time.sleep(3 * WINDOW_S)
+        assert c.execute(f"SELECT a FROM rh_t AS OF {ts}").fetchall() == [(1,)]
+        assert _error(c, f"SELECT a FROM rh_plain AS OF {ts}").sqlstate == "22023"
+
+        c.execute("CREATE MATERIALIZED VIEW rh_mv WITH (RETAIN HISTORY FOR '30min') AS SELECT count(*) FROM rh_t")
+        c.execute("ALTER MATERIALIZED VIEW rh_mv SET (RETAIN HISTORY FOR '2h')")
+        rows = dict(c.execute("SELECT o.name, h.value::text FROM mz_internal.mz_history_retention_strategies h "
+                              "JOIN mz_catalog.mz_objects o USING (id) WHERE o.name LIKE 'rh_%'").fetchall())
+        assert rows == {"rh_t": "3600000", "rh_plain": "1000", "rh_mv": "7200000"}
+
+        # RESET: the default window again, and history older than it goes
+        c.execute("ALTER TABLE rh_t RESET (RETAIN HISTORY)")
+        time.sleep(3 * WINDOW_S)
+        assert _error(c, f"SELECT a FROM rh_t AS OF {ts}").sqlstate == "22023"
+
+        # bad values change nothing
+        assert _error(c, "ALTER TABLE rh_plain SET (RETAIN HISTORY FOR '10ms')").sqlstate == "22023"
+        assert _error(c, "CREATE TABLE rh_bad (a int) WITH (RETAIN HISTORY FOR 'later')").sqlstate == "22023"
+        assert c.execute("SELECT count(*) FROM mz_catalog.mz_tables WHERE name = 'rh_bad'").fetchone() == (0,)
+        assert _error(c, "ALTER MATERIALIZED VIEW rh_t SET (RETAIN HISTORY FOR '1h')").sqlstate == "42809"
+        c.execute("DROP TABLE rh_t CASCADE")
+        c.execute("DROP TABLE rh_plain")

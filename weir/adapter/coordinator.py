@@ -124,7 +124,10 @@ class Coordinator(api.Coordinator):
         await self._cleanup_orphan_shards(store, {i.id for i in tables} |
                                           {i.id for i in self.catalog.list_items("source")} |
                                           set(mv_ids) | self.dataflow_errors.known_shards(mv_ids))
-        self.holds.load()  # durable holds, before any since moves
+        from weir.adapter.holds import apply_windows
+
+        apply_windows(self)  # RETAIN HISTORY, and durable holds, before any since moves
+        self.holds.load()
         self.storage.start()
         self.holds.start()
         await self._open_builtins()
@@ -351,6 +354,10 @@ class Coordinator(api.Coordinator):
                 if item.id in self.source_runners:
                     await self.source_runners.pop(item.id).stop()
                 await self.storage.drop_collection(item.id)
+        if any("retain_history_ms" in item.definition for item in items):
+            from weir.adapter.holds import apply_windows
+
+            apply_windows(self)  # what the dropped objects' RETAIN HISTORY kept
 
     # ---- writes ----------------------------------------------------------------------
     @asynccontextmanager

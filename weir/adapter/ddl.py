@@ -28,6 +28,21 @@ async def execute(session: Session, stmt: st.Statement) -> api.Command:
     if session.txn is not None and session.txn.explicit:
         raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION,
                         f"{stmt.kind.replace('_', ' ').upper()} cannot be run inside a transaction block")
+    if stmt.retain_history is None:
+        return await _execute(session, stmt)
+    if not isinstance(stmt, (st.CreateTable, st.CreateSource, st.CreateMaterializedView, st.CreateIndex)):
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{stmt.kind.replace('_', ' ').upper()} does not take "
+                        "RETAIN HISTORY (tables, sources, materialized views and indexes do)")
+    holds.retain_ms(stmt.retain_history)  # a bad value fails before anything is created
+    before = {i.id for i in session.coord.catalog.list_items()}
+    done = await _execute(session, stmt)
+    for item in session.coord.catalog.list_items():
+        if item.id not in before and item.kind in holds.RETAINABLE:
+            await holds.set_retain_history(session, item, stmt.retain_history)
+    return done
+
+
+async def _execute(session: Session, stmt: st.Statement) -> api.Command:
     coord = session.coord
     if isinstance(stmt, st.CreateTable):
         return await _create_table(session, stmt)
@@ -43,6 +58,8 @@ async def execute(session: Session, stmt: st.Statement) -> api.Command:
         return await holds.create(session, stmt)
     if isinstance(stmt, st.AlterHold):
         return await holds.alter(session, stmt)
+    if isinstance(stmt, st.AlterRetainHistory):
+        return await holds.alter_retain_history(session, stmt)
     if isinstance(stmt, st.CreateSource):
         return await sources.create_source(session, stmt)
     if isinstance(stmt, st.CreateCluster):

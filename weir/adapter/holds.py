@@ -259,3 +259,65 @@ def too_old_detail(coord: Coordinator, shard_id: str, t: int) -> str | None:
     if not later:
         return None
     return "; ".join(f'hold "{h.name}" keeps its history from {int(h.definition["at"])}, after {t}' for h in later)
+
+
+# ---- RETAIN HISTORY: an object's own compaction window -------------------------------
+
+MIN_RETAIN_MS = 1000
+RETAINABLE = (TABLE, SOURCE, MATERIALIZED_VIEW, INDEX)
+
+
+def retain_ms(text: str) -> int:
+    try:
+        ms = cinterval.parse(text).span() // 1000
+    except WeirError:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'invalid RETAIN HISTORY: "{text}" is not an interval') from None
+    if ms < MIN_RETAIN_MS:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                        f"RETAIN HISTORY FOR '{text}' is too short: the least is 1s")
+    return ms
+
+
+def windows(coord: Coordinator) -> dict[str, int]:
+    """Each collection's compaction window: the longest RETAIN HISTORY of the objects kept
+    in it (an index's history lives in the collections it reads)."""
+    out: dict[str, int] = {}
+    for kind in RETAINABLE:
+        for item in coord.catalog.list_items(kind):
+            ms = item.definition.get("retain_history_ms")
+            if ms is not None:
+                for sid in storage_ids(coord, item):
+                    out[sid] = max(out.get(sid, MIN_RETAIN_MS), int(ms))
+    return out
+
+
+def apply_windows(coord: Coordinator) -> None:
+    from weir.storage.controller import COMPACTION_WINDOW_MS
+
+    found = windows(coord)
+    for sid in coord.storage.collections:
+        coord.storage.set_compaction_window(sid, found.get(sid, COMPACTION_WINDOW_MS))
+
+
+async def set_retain_history(session: Session, item: Item, value: str | None) -> None:
+    coord = session.coord
+    definition = dict(item.definition)
+    if value is None:
+        definition.pop("retain_history_ms", None)
+        definition.pop("retain_history", None)
+    else:
+        definition.update(retain_history_ms=retain_ms(value), retain_history=value)
+    coord.catalog.alter_item(item.id, definition=definition)
+    apply_windows(coord)
+    await coord.catalog_changed()
+
+
+async def alter_retain_history(session: Session, stmt: st.AlterRetainHistory) -> api.Command:
+    coord = session.coord
+    if stmt.value is not None:
+        retain_ms(stmt.value)
+    item = coord.catalog.get_item(coord.resolver(session).lookup(stmt.name).id)
+    if kind_label(item.kind) != stmt.object_kind:
+        raise WeirError(SqlState.WRONG_OBJECT_TYPE, f'"{item.name}" is a {kind_label(item.kind)} not a {stmt.object_kind}')
+    await set_retain_history(session, item, stmt.value)
+    return api.Command(f"ALTER {stmt.object_kind.upper()}")

@@ -260,6 +260,13 @@ def _hold_objects(s: Snapshot) -> list[Row]:
     return [(i.id, d) for i in _items(s, HOLD) for d in i.dependencies]
 
 
+def _history_retention(s: Snapshot) -> list[Row]:
+    """Materialize's mz_history_retention_strategies: every object's compaction window
+    ('FOR', milliseconds as jsonb; RETAIN HISTORY sets it, 1 s by default)."""
+    return [(i.id, "FOR", str(int(i.definition.get("retain_history_ms", 1000))))
+            for kind in (TABLE, SOURCE, MATERIALIZED_VIEW, INDEX) for i in _items(s, kind)]
+
+
 def _runtime(s: Snapshot) -> list[Row]:
     return []
 
@@ -339,6 +346,8 @@ BUILTINS: tuple[BuiltinTable, ...] = (
         ("last_auto_advanced_at", TIMESTAMPTZ)), _holds, frozenset({"database_id", "last_auto_advanced_at"})),
     BuiltinTable(MZ_CATALOG, "mz_hold_objects", "s117", 16417, _t(
         ("hold_id", TEXT), ("on_id", TEXT)), _hold_objects),
+    BuiltinTable(MZ_INTERNAL, "mz_history_retention_strategies", "s221", 16521, _t(
+        ("id", TEXT), ("strategy", TEXT), ("value", BY_NAME["jsonb"])), _history_retention),
     BuiltinTable(MZ_INTERNAL, "mz_object_dependencies", "s200", 16500, _t(
         ("object_id", TEXT), ("referenced_object_id", TEXT)), _object_dependencies),
     BuiltinTable(MZ_INTERNAL, "mz_cluster_replica_statuses", "s201", 16501, _t(

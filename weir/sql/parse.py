@@ -199,6 +199,14 @@ def split_as_of(text: str) -> tuple[str, st.AsOf | None]:
 
 def parse_statement(text: str) -> st.Statement:
     text = pad_params(text)
+    if head_word(text) == "CREATE" and re.search(r"\bRETAIN\s+HISTORY\b", text, re.I):
+        from weir.sql.parse_holds import take_retain_history
+
+        body, retain = take_retain_history(text)
+        if retain is not None:
+            inner = parse_statement(body)
+            inner.sql, inner.retain_history = text, retain
+            return inner
     if head_word(text) in ("SELECT", "WITH", "VALUES", "(", "TABLE") and re.search(r"\bAS\s+OF\b", text, re.I):
         body, as_of = split_as_of(text)
         if as_of is not None:
@@ -529,6 +537,12 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return _parse_drop(text, "source", words[2:])
     if head in ("GRANT", "REVOKE"):
         return _parse_grant(text, words, upper, head == "REVOKE")
+    if head == "ALTER" and re.search(r"\bRETAIN\s+HISTORY\b", text, re.I):
+        from weir.sql.parse_holds import parse_alter_retain_history
+
+        found = parse_alter_retain_history(text)
+        if found is not None:
+            return found
     if head in ("CREATE", "ALTER") and len(upper) > 1 and upper[1] == "HOLD":
         from weir.sql import parse_holds
 

@@ -1,4 +1,6 @@
-"""CREATE HOLD, ALTER HOLD ... ADVANCE [TO t] | RENAME TO, DROP HOLD (design 003)."""
+"""CREATE HOLD, ALTER HOLD ... ADVANCE [TO t] | RENAME TO, DROP HOLD (design 003), and
+RETAIN HISTORY (what Materialize shipped): WITH (RETAIN HISTORY FOR 'interval') on CREATE
+TABLE / SOURCE / MATERIALIZED VIEW / INDEX, ALTER ... SET / RESET (RETAIN HISTORY)."""
 
 from __future__ import annotations
 
@@ -66,3 +68,31 @@ def parse_alter_hold(text: str) -> st.Statement:
         to = _expr(m.group("to"), "ADVANCE TO") if m.group("to") else None
         return st.AlterHold(text, parse.name_parts(m.group("name")), "advance", to)
     return st.AlterHold(text, parse.name_parts(m.group("name")), "rename", None, parse.ident(m.group("new")))
+
+
+_RETAIN_OPTION = re.compile(r"\bWITH\s*\(\s*RETAIN\s+HISTORY\s*(?:=\s*)?FOR\s+'(?P<value>(?:[^']|'')*)'\s*\)",
+                           re.IGNORECASE)
+_RETAINABLE = r"TABLE|SOURCE|MATERIALIZED\s+VIEW|INDEX"
+_ALTER_RETAIN = re.compile(
+    rf"^ALTER\s+(?P<kind>{_RETAINABLE})\s+(?P<name>{_NAME})\s+(?:SET\s*\(\s*RETAIN\s+HISTORY\s*(?:=\s*)?FOR\s+"
+    r"'(?P<value>(?:[^']|'')*)'\s*\)|(?P<reset>RESET\s*\(\s*RETAIN\s+HISTORY\s*\)))\s*;?\s*$",
+    re.IGNORECASE | re.DOTALL)
+
+
+def take_retain_history(text: str) -> tuple[str, str | None]:
+    """CREATE ... WITH (RETAIN HISTORY FOR 'x'): the statement without the option, and x."""
+    if not re.match(rf"^\s*CREATE\s+(?:DEFAULT\s+)?(?:{_RETAINABLE})\b", text, re.IGNORECASE):
+        return text, None
+    m = _RETAIN_OPTION.search(text)
+    if m is None or text[:m.start()].count("'") % 2:
+        return text, None
+    return text[:m.start()] + text[m.end():], m.group("value").replace("''", "'")
+
+
+def parse_alter_retain_history(text: str) -> st.Statement | None:
+    m = _ALTER_RETAIN.match(text.strip())
+    if m is None:
+        return None
+    kind = " ".join(m.group("kind").lower().split())
+    value = None if m.group("reset") else m.group("value").replace("''", "'")
+    return st.AlterRetainHistory(text, kind, parse.name_parts(m.group("name")), value)

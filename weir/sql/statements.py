@@ -11,6 +11,8 @@ from sqlglot import exp
 @dataclass
 class Statement:
     sql: str
+    # CREATE TABLE / SOURCE / MATERIALIZED VIEW / INDEX ... WITH (RETAIN HISTORY FOR 'interval')
+    retain_history: str | None = field(default=None, kw_only=True)
 
     @property
     def kind(self) -> str:
@@ -456,3 +458,17 @@ class AlterHold(Statement):
     @property
     def kind(self) -> str:
         return "alter_hold"
+
+
+@dataclass
+class AlterRetainHistory(Statement):
+    """ALTER TABLE | SOURCE | MATERIALIZED VIEW | INDEX name SET (RETAIN HISTORY FOR 'x')
+    or RESET (RETAIN HISTORY): the object's compaction window."""
+
+    object_kind: str = ""
+    name: list[str] = field(default_factory=list)
+    value: str | None = None  # None: RESET (the default window)
+
+    @property
+    def kind(self) -> str:
+        return "alter_" + self.object_kind.replace(" ", "_")
