@@ -302,7 +302,7 @@ def _lossless(tmp_path: Path, cycles: int) -> None:
 
 
 def test_lossless_subscribe_across_crashes(tmp_path: Path, java: None) -> None:
-    _lossless(tmp_path, cycles=3)
+    _lossless(tmp_path, cycles=4)  # three of the server, one of the replica
 
 
 @pytest.mark.slow
