@@ -135,6 +135,10 @@ def test_hold_rules(server: WeirServer) -> None:
         row = c.execute("SELECT at, last_auto_advanced_at FROM mz_catalog.mz_holds WHERE name = 'hr_lag'").fetchone()
         assert int(row[0]) > first and row[1] is not None
 
+        shown = {r[0]: r for r in c.execute("SHOW HOLDS").fetchall()}
+        assert shown["hr_h"][4] == "hr_mv, hr_t, hr_u" and int(shown["hr_h"][1]) == _at(c, "hr_h")
+        assert shown["hr_ih"][4] == "hr_i"
+
         # rename; dropping a held object needs CASCADE, which drops its holds
         c.execute("ALTER HOLD hr_h RENAME TO hr_h_renamed")
         assert c.execute("SELECT count(*) FROM mz_catalog.mz_holds WHERE name = 'hr_h_renamed'").fetchone() == (1,)
@@ -341,3 +345,60 @@ def test_retain_history(server: WeirServer) -> None:
         assert _error(c, "ALTER MATERIALIZED VIEW rh_t SET (RETAIN HISTORY FOR '1h')").sqlstate == "42809"
         c.execute("DROP TABLE rh_t CASCADE")
         c.execute("DROP TABLE rh_plain")
+
+
+def test_hold_created_with_its_object(server: WeirServer) -> None:
+    """BEGIN; CREATE INDEX | MATERIALIZED VIEW; CREATE HOLD on it; COMMIT: the hold keeps the
+    new object's history from its first time; anything else in the transaction is an
+    error and leaves nothing behind."""
+    with server.connect() as c:
+        c.execute("CREATE TABLE hx_t (a int)")
+        c.execute("INSERT INTO hx_t VALUES (1)")
+        c.execute("BEGIN")
+        c.execute("CREATE MATERIALIZED VIEW hx_mv AS SELECT count(*) AS n FROM hx_t")
+        c.execute("CREATE HOLD hx_h ON hx_mv")
+        c.execute("COMMIT")
+        at = _at(c, "hx_h")
+        c.execute("INSERT INTO hx_t VALUES (2)")
+        time.sleep(3 * WINDOW_S)
+        deadline = time.time() + 60
+        while True:
+            try:
+                assert c.execute(f"SELECT n FROM hx_mv AS OF {at}").fetchall() == [(1,)]
+                break
+            except psycopg.errors.InvalidParameterValue:
+                raise
+            except psycopg.Error:
+                assert time.time() < deadline
+                time.sleep(0.5)
+
+        def nothing_left(*names: str) -> None:
+            listed = ", ".join(f"'{n}'" for n in names)
+            found = c.execute(f"SELECT name FROM mz_catalog.mz_objects WHERE name IN ({listed})").fetchall()
+            assert found == []
+
+        c.execute("BEGIN")
+        c.execute("CREATE INDEX hx_i ON hx_t (a)")
+        assert _error(c, "CREATE HOLD hx_bad ON hx_t").sqlstate == "25001"  # not the created object
+        assert c.execute("COMMIT").statusmessage == "ROLLBACK"
+        nothing_left("hx_i", "hx_bad")
+
+        c.execute("BEGIN")
+        c.execute("CREATE INDEX hx_i2 ON hx_t (a)")
+        c.execute("CREATE HOLD hx_h2 ON hx_i2")
+        assert _error(c, "CREATE HOLD hx_h3 ON hx_i2").sqlstate == "25001"  # only one
+        c.execute("COMMIT")
+        nothing_left("hx_i2", "hx_h2", "hx_h3")
+
+        c.execute("BEGIN")
+        c.execute("CREATE INDEX hx_i3 ON hx_t (a)")
+        assert _error(c, "SELECT 1").sqlstate == "25001"
+        c.execute("ROLLBACK")
+        nothing_left("hx_i3")
+
+        c.execute("BEGIN")
+        c.execute("CREATE INDEX hx_i4 ON hx_t (a)")
+        c.execute("CREATE HOLD hx_h4 ON hx_i4")
+        c.execute("COMMIT")
+        assert _at(c, "hx_h4") > 0
+        c.execute("DROP TABLE hx_t CASCADE")

@@ -24,10 +24,55 @@ def _require_superuser(session: Session, what: str) -> None:
                         detail="You must be a superuser.")
 
 
+_DEFERRED_TAGS = {st.CreateIndex: "CREATE INDEX", st.CreateMaterializedView: "CREATE MATERIALIZED VIEW",
+                  st.CreateHold: "CREATE HOLD"}
+
+
+def _defer(session: Session, stmt: st.Statement) -> api.Command:
+    """Inside a transaction (design 003): one CREATE INDEX or MATERIALIZED VIEW, then at most
+    one CREATE HOLD naming only that object; both run at COMMIT, the hold from the new
+    object's first time. Anything else fails the transaction, which then leaves nothing."""
+    txn = session.txn
+    assert txn is not None
+    what = stmt.kind.replace("_", " ").upper()
+    if isinstance(stmt, (st.CreateIndex, st.CreateMaterializedView)) and not txn.ddl and not txn.writes \
+            and txn.read_ts is None:
+        txn.ddl.append(stmt)
+        return api.Command(_DEFERRED_TAGS[type(stmt)])
+    if isinstance(stmt, st.CreateHold) and len(txn.ddl) == 1:
+        created = txn.ddl[0]
+        name = getattr(created, "name", None)
+        created_name = (name if isinstance(name, list) else [name])[-1] if name else None
+        if len(stmt.objects) != 1 or created_name is None or stmt.objects[0][-1] != created_name:
+            raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION,
+                            "CREATE HOLD in a transaction must name exactly the object the transaction creates")
+        txn.ddl.append(stmt)
+        return api.Command("CREATE HOLD")
+    raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION, f"{what} cannot be run inside a transaction block"
+                    + (" (after CREATE INDEX or MATERIALIZED VIEW only one CREATE HOLD on it may follow)"
+                       if txn.ddl else ""))
+
+
+async def run_deferred(session: Session, statements: list[st.Statement]) -> None:
+    """COMMIT of a transaction that created an object and its hold; a failure drops what it made."""
+    before = {i.id for i in session.coord.catalog.list_items()}
+    try:
+        for stmt in statements:
+            await execute(session, stmt)
+    except BaseException:
+        made = [i for i in session.coord.catalog.list_items() if i.id not in before]
+        for item in sorted(made, key=lambda i: i.kind != "hold"):  # the hold first
+            try:
+                await session.coord.drop_storage(session.coord.catalog.drop_item(item.id, cascade=True).items)
+            except WeirError:
+                pass
+        await session.coord.catalog_changed()
+        raise
+
+
 async def execute(session: Session, stmt: st.Statement) -> api.Command:
     if session.txn is not None and session.txn.explicit:
-        raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION,
-                        f"{stmt.kind.replace('_', ' ').upper()} cannot be run inside a transaction block")
+        return _defer(session, stmt)
     if stmt.retain_history is None:
         return await _execute(session, stmt)
     if not isinstance(stmt, (st.CreateTable, st.CreateSource, st.CreateMaterializedView, st.CreateIndex)):

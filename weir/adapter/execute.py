@@ -30,6 +30,9 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
         return api.EmptyQuery()
     if isinstance(stmt, st.Transaction):
         return await _transaction(session, stmt)
+    if session.txn is not None and session.txn.ddl and not isinstance(stmt, (st.CreateHold, st.Empty)):
+        raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION,
+                        "a transaction that creates an object may only create one hold on it next")
     if isinstance(stmt, st.Query):
         return await planning.run(session, stmt.expr, params, types, key=stmt.sql, as_of=stmt.as_of)
     if isinstance(stmt, st.CopyTo):
@@ -145,6 +148,8 @@ async def _transaction(session: Session, stmt: st.Transaction) -> api.Command:
     await cursors.close_all(session)
     if stmt.action == "rollback" or txn.failed:
         return api.Command("ROLLBACK")
+    if txn.ddl:
+        await ddl.run_deferred(session, txn.ddl)
     try:
         await session.coord.commit_writes(txn.writes)
     except WeirError:

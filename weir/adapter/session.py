@@ -31,6 +31,8 @@ class Transaction:
     read_ts: int | None = None
     writes: dict[str, list[pa.Table]] = field(default_factory=dict)
     hold: Any = None  # read hold at read_ts for the transaction's lifetime
+    # BEGIN; CREATE INDEX | MATERIALIZED VIEW ...; CREATE HOLD ... ON it; COMMIT: run at COMMIT
+    ddl: list[Any] = field(default_factory=list)
 
     def release(self) -> None:
         if self.hold is not None:

@@ -44,6 +44,12 @@ def show_query(session: Session, show: st.ShowObjects) -> exp.Expression:
         extra = ", o.type AS type" if what == "objects" else ""
         sql = (f"SELECT o.name AS name{extra}, '' AS comment FROM mz_catalog.{rel} o "
                f"WHERE o.schema_id = {_q(sid)}")
+    elif what == "holds":
+        sid = _schema_id(session, show.from_name)
+        sql = ("SELECT h.name AS name, h.at AS at, h.max_lag AS max_lag, h.auto_advances AS auto_advances, "
+               "string_agg(o.name, ', ' ORDER BY o.name) AS objects FROM mz_catalog.mz_holds h "
+               "JOIN mz_catalog.mz_hold_objects ho ON ho.hold_id = h.id JOIN mz_catalog.mz_objects o "
+               f"ON o.id = ho.on_id WHERE h.schema_id = {_q(sid)} GROUP BY h.name, h.at, h.max_lag, h.auto_advances")
     elif what in ("materialized views", "sources"):
         sid = _schema_id(session, show.from_name)
         rel, extra = (("mz_materialized_views", "") if what == "materialized views"

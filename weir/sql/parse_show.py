@@ -12,7 +12,7 @@ _SHOW_OBJECTS = {
     ("SCHEMAS",): "schemas", ("DATABASES",): "databases", ("ROLES",): "roles", ("SOURCES",): "sources",
     ("INDEXES",): "indexes", ("INDEX",): "indexes", ("KEYS",): "indexes",
     ("MATERIALIZED", "VIEWS"): "materialized views", ("CLUSTER", "REPLICAS"): "cluster replicas",
-    ("COLUMNS",): "columns",
+    ("COLUMNS",): "columns", ("HOLDS",): "holds",
 }
 # what takes IN CLUSTER (Materialize: the objects that run on a cluster)
 _ON_CLUSTER = frozenset({"materialized views", "indexes", "sources"})

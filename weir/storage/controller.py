@@ -161,7 +161,10 @@ class StorageController:
                                 external: bool = False, initial_upper: int | None = None) -> None:
         upper = initial_upper if initial_upper is not None else self.oracle.read_ts() + 1
         shard = await self._run(lambda: self.store.create_shard(shard_id, columns, initial_upper=upper))
-        self.collections[shard_id] = _Collection(shard, list(columns), upper, upper, upper - 1, upper - 1,
+        # A materialized view's output has no contents before its as_of (initial_upper): a
+        # read there would be an empty answer, not the view's. A table is empty before it exists.
+        since = upper if external and initial_upper is not None else upper - 1
+        self.collections[shard_id] = _Collection(shard, list(columns), upper, upper, since, upper - 1,
                                                  external=external)
 
     async def ensure_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]],
