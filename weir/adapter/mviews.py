@@ -105,7 +105,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         definition, owner_id=session.role.id, cluster_id=cluster.id, dependencies=list(plan.depends_on))
     try:
         await coord.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in columns],
-                                              external=True, initial_upper=as_of)
+                                              external=True, initial_upper=as_of, readable_from=as_of)
         await install(coord, item, as_of, hold)
     except BaseException:
         hold.release()

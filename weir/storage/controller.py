@@ -158,24 +158,28 @@ class StorageController:
 
     # ---- collections -----------------------------------------------------------
     async def create_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]], *,
-                                external: bool = False, initial_upper: int | None = None) -> None:
+                                external: bool = False, initial_upper: int | None = None,
+                                readable_from: int | None = None) -> None:
+        """`readable_from`: the collection's first since (default: just before its upper). A
+        materialized view's output has no contents before its as_of: a read there would
+        answer empty, not with the view's contents."""
         upper = initial_upper if initial_upper is not None else self.oracle.read_ts() + 1
         shard = await self._run(lambda: self.store.create_shard(shard_id, columns, initial_upper=upper))
-        # A materialized view's output has no contents before its as_of (initial_upper): a
-        # read there would be an empty answer, not the view's. A table is empty before it exists.
-        since = upper if external and initial_upper is not None else upper - 1
-        self.collections[shard_id] = _Collection(shard, list(columns), upper, upper, since, upper - 1,
-                                                 external=external)
+        self.collections[shard_id] = _Collection(shard, list(columns), upper, upper,
+                                                 upper - 1 if readable_from is None else readable_from,
+                                                 upper - 1, external=external)
 
     async def ensure_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]],
-                                *, external: bool = False, initial_upper: int | None = None) -> None:
+                                *, external: bool = False, initial_upper: int | None = None,
+                                readable_from: int | None = None) -> None:
         if shard_id in self.collections:
             return
         exists = await self._run(self.store.shard_exists, shard_id)
         if exists:
             await self._open_one(shard_id, external=external)
         else:
-            await self.create_collection(shard_id, columns, external=external, initial_upper=initial_upper)
+            await self.create_collection(shard_id, columns, external=external, initial_upper=initial_upper,
+                                         readable_from=readable_from)
 
     async def drop_collection(self, shard_id: str) -> None:
         self.collections.pop(shard_id, None)
