@@ -25,6 +25,21 @@ def _at(c: psycopg.Connection, name: str) -> int:
     return int(row[0])
 
 
+def _rows_once_ready(c: psycopg.Connection, sql: str, timeout: float,
+                     fatal: tuple[type[psycopg.Error], ...] = ()) -> list[tuple]:
+    """The rows of a read of a materialized view that may still be catching up (or
+    restarting): retried on errors other than `fatal` until `timeout`."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            return c.execute(sql).fetchall()
+        except fatal:
+            raise
+        except psycopg.Error:
+            assert time.time() < deadline
+            time.sleep(0.5)
+
+
 def _error(c: psycopg.Connection, sql: str) -> psycopg.Error:
     with pytest.raises(psycopg.Error) as info:
         c.execute(sql)
@@ -59,14 +74,7 @@ def test_hold_rules(server: WeirServer) -> None:
         time.sleep(3 * WINDOW_S)
         c.execute("INSERT INTO hr_t VALUES (3)")
         assert c.execute(f"SELECT a FROM hr_t AS OF {at}").fetchall() == [(1,)]
-        deadline = time.time() + 60
-        while True:  # the materialized view may still be catching up to `at`
-            try:
-                assert c.execute(f"SELECT n FROM hr_mv AS OF {at}").fetchall() == [(1,)]
-                break
-            except psycopg.Error:
-                assert time.time() < deadline
-                time.sleep(0.5)
+        assert _rows_once_ready(c, f"SELECT n FROM hr_mv AS OF {at}", 60) == [(1,)]
         with c.cursor() as cur, cur.copy(
                 f"COPY (SUBSCRIBE hr_t AS OF {at} UP TO {at + 1}) TO STDOUT") as cp:
             assert [r[-1] for r in cp.rows()] == ["1"]
@@ -179,16 +187,8 @@ def test_holds_survive_a_crash(tmp_path: Path, java: None) -> None:
             c.execute("INSERT INTO hc_t VALUES (100)")
             assert c.execute(f"SELECT a FROM hc_t AS OF {at}").fetchall() == [(1,)]
             assert c.execute(f"SELECT a FROM hc_v AS OF {at}").fetchall() == [(1,)]
-            deadline = time.time() + 120
-            while True:
-                try:
-                    assert c.execute(f"SELECT s FROM hc_mv AS OF {at}").fetchall() == [(1,)]
-                    break
-                except psycopg.errors.QueryCanceled:
-                    raise
-                except psycopg.Error:
-                    assert time.time() < deadline
-                    time.sleep(0.5)
+            assert _rows_once_ready(c, f"SELECT s FROM hc_mv AS OF {at}", 120,
+                                    (psycopg.errors.QueryCanceled,)) == [(1,)]
             assert c.execute("SELECT sum(a) FROM hc_t").fetchone() == (111,)
     finally:
         srv.stop()
@@ -361,16 +361,8 @@ def test_hold_created_with_its_object(server: WeirServer) -> None:
         at = _at(c, "hx_h")
         c.execute("INSERT INTO hx_t VALUES (2)")
         time.sleep(3 * WINDOW_S)
-        deadline = time.time() + 60
-        while True:
-            try:
-                assert c.execute(f"SELECT n FROM hx_mv AS OF {at}").fetchall() == [(1,)]
-                break
-            except psycopg.errors.InvalidParameterValue:
-                raise
-            except psycopg.Error:
-                assert time.time() < deadline
-                time.sleep(0.5)
+        assert _rows_once_ready(c, f"SELECT n FROM hx_mv AS OF {at}", 60,
+                                (psycopg.errors.InvalidParameterValue,)) == [(1,)]
 
         def nothing_left(*names: str) -> None:
             listed = ", ".join(f"'{n}'" for n in names)
