@@ -1,9 +1,10 @@
-"""numeric arithmetic Spark cannot do as PostgreSQL does, run by the replica's UDF
-`weir_numeric` (weir.codec.numeric_math): division and avg (PostgreSQL's result scale
-gives at least 16 significant digits; Spark's decimal division keeps as few as 6
-fractional digits, 1/3000000 is 0), and ln, log, exp and sqrt of numeric arguments
-(Spark has them only in doubles). Results are weir's numeric, DECIMAL(38,10):
-PostgreSQL's value rounded to 10 fractional digits."""
+"""Arithmetic Spark cannot do as PostgreSQL does. numeric division and avg (PostgreSQL's
+result scale gives at least 16 significant digits; Spark's decimal division keeps as few
+as 6 fractional digits, 1/3000000 is 0), and ln, log, exp and sqrt of numeric arguments
+(Spark has them only in doubles), run by the replica's UDF `weir_numeric`
+(weir.codec.numeric_math); results are weir's numeric, DECIMAL(38,10): PostgreSQL's value
+rounded to 10 fractional digits. Rounding: round, ceil, floor and trunc keep double
+precision and the sign of zero."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from weir.errors import SqlState, WeirError
 from weir.sql import infer, udf_calls
 from weir.sql import translate as tr
 from weir.sql.infer import Types
@@ -94,6 +96,30 @@ def _math(operation: str, fallback: Handler) -> Handler:
     return handler
 
 
+def round_(node: exp.Expression, types: Types) -> exp.Expression:
+    """round(double) rounds half to even in PostgreSQL (rint); round(double, n) does not exist."""
+    t = types.of(node.this)
+    if infer.is_float(t):
+        if node.args.get("decimals") is not None:
+            raise WeirError(SqlState.UNDEFINED_FUNCTION,
+                            "function round(double precision, integer) does not exist")
+        return exp.Anonymous(this="bround", expressions=[node.this])
+    if t is None:
+        raise tr.refuse("function round of an argument of unknown type")
+    return node
+
+
+def ceil_floor(node: exp.Expression, types: Types) -> exp.Expression:
+    """ceil/floor of a double stay doubles in PostgreSQL (Spark returns bigint), keeping
+    the sign of a zero (ceil(-0.5) is -0)."""
+    if infer.is_float(types.of(node.this)):
+        ceil = isinstance(node, exp.Ceil)
+        zero = "WHEN {x} > -1 AND {x} < 0 THEN -CAST(0 AS DOUBLE) " if ceil else ""
+        return tr.spark_template("CASE WHEN abs({x}) >= 4503599627370496 OR isnan({x}) OR {x} = 0 THEN {x} " + zero
+                      + f"ELSE CAST({'ceil' if ceil else 'floor'}({{x}}) AS DOUBLE) END", x=node.this)
+    return node
+
+
 def trunc(node: exp.Expression, types: Types) -> exp.Expression:
     """trunc(double) keeps the sign of zero (trunc(-0.5) is -0), and trunc(integer) is
     trunc(double); trunc(numeric [, s]) truncates toward zero at scale s (a constant)."""
@@ -117,5 +143,6 @@ def trunc(node: exp.Expression, types: Types) -> exp.Expression:
 HANDLERS: dict[type, Handler] = {
     exp.Div: division, exp.Avg: avg, exp.Window: avg_in, exp.Filter: avg_in,
     exp.Ln: _math("ln", tr.ln), exp.Log: _math("log", tr.log), exp.Exp: _math("exp", tr.exp_),
-    exp.Sqrt: _math("sqrt", tr.sqrt), exp.Trunc: trunc,
+    exp.Sqrt: _math("sqrt", tr.sqrt), exp.Trunc: trunc, exp.Round: round_, exp.Ceil: ceil_floor,
+    exp.Floor: ceil_floor,
 }

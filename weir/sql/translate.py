@@ -337,30 +337,6 @@ def extract(node: exp.Expression, types: Types) -> exp.Expression:
     return node
 
 
-def round_(node: exp.Expression, types: Types) -> exp.Expression:
-    """round(double) rounds half to even in PostgreSQL (rint); round(double, n) does not exist."""
-    t = types.of(node.this)
-    if infer.is_float(t):
-        if node.args.get("decimals") is not None:
-            raise WeirError(SqlState.UNDEFINED_FUNCTION,
-                            "function round(double precision, integer) does not exist")
-        return exp.Anonymous(this="bround", expressions=[node.this])
-    if t is None:
-        raise _refuse("function round of an argument of unknown type")
-    return node
-
-
-def ceil_floor(node: exp.Expression, types: Types) -> exp.Expression:
-    """ceil/floor of a double stay doubles in PostgreSQL (Spark returns bigint), keeping
-    the sign of a zero (ceil(-0.5) is -0)."""
-    if infer.is_float(types.of(node.this)):
-        ceil = isinstance(node, exp.Ceil)
-        zero = "WHEN {x} > -1 AND {x} < 0 THEN -CAST(0 AS DOUBLE) " if ceil else ""
-        return _spark("CASE WHEN abs({x}) >= 4503599627370496 OR isnan({x}) OR {x} = 0 THEN {x} " + zero
-                      + f"ELSE CAST({'ceil' if ceil else 'floor'}({{x}}) AS DOUBLE) END", x=node.this)
-    return node
-
-
 def substring(node: exp.Expression, types: Types) -> exp.Expression:
     """substring(s, start, len): PostgreSQL counts characters before position 1."""
     start, length = node.args.get("start"), node.args.get("length")
