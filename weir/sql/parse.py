@@ -12,9 +12,10 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from weir.errors import SqlState, WeirError
-from weir.sql import escapes
+from weir.sql import escapes, parse_roles, parse_set
 from weir.sql import statements as st
 from weir.sql.dialect import Weir
+from weir.sql.parse_words import ident, split_commas, split_words
 
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
@@ -119,52 +120,6 @@ def _token_error(e: Exception) -> str:
     if "Missing" in msg or "unterminated" in msg.lower():
         return "unterminated quoted string"
     return f"syntax error: {msg.splitlines()[0]}"
-
-
-_WS = re.compile(r"\s+")
-
-
-def _words(text: str) -> list[str]:
-    return _WS.split(text.strip().rstrip(";").strip())
-
-
-def ident(word: str) -> str:
-    if len(word) >= 2 and word[0] == '"' and word[-1] == '"':
-        return word[1:-1].replace('""', '"')
-    return word.lower()
-
-
-def name_parts(text: str) -> list[str]:
-    """Split a possibly-quoted dotted name: a."B".c -> ['a', 'B', 'c']."""
-    parts, cur, quoted = [], "", False
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            if quoted and i + 1 < len(text) and text[i + 1] == '"':
-                cur += '"'
-                i += 1
-            else:
-                quoted = not quoted
-        elif ch == "." and not quoted:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch if quoted else ch.lower()
-        i += 1
-    parts.append(cur)
-    if any(p == "" for p in parts):
-        raise WeirError(SqlState.SYNTAX_ERROR, f"invalid name: {text}")
-    return parts
-
-
-def string_literal(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == "'" and text[-1] == "'":
-        return text[1:-1].replace("''", "'")
-    if text.upper().startswith("E'") and text.endswith("'"):
-        return text[2:-1].replace("''", "'").replace("\\'", "'")
-    return text
 
 
 def parse_one(sql: str) -> st.Statement:
@@ -316,7 +271,7 @@ def _classify(text: str, expr: exp.Expression) -> st.Statement:
     if isinstance(expr, exp.Rollback):
         return st.Transaction(text, "rollback")
     if isinstance(expr, exp.Set):
-        return _set_from_expr(text, expr)
+        return parse_set.set_from_expr(text, expr)
     raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"statement not yet supported: {text.split()[0].upper()}")
 
 
@@ -342,94 +297,8 @@ def _copy(text: str, expr: exp.Copy) -> st.Statement:
     return st.CopyTo(text, query)
 
 
-def _set_from_expr(text: str, expr: exp.Set) -> st.Statement:
-    items = expr.expressions
-    if len(items) != 1:
-        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in SET")
-    item = items[0]
-    local = (item.args.get("kind") or "").upper() == "LOCAL"
-    eq = item.this
-    if isinstance(eq, exp.EQ):
-        name = eq.this.name.lower()
-        value = _set_value(eq.expression)
-        return st.SetVariable(text, name, value, local)
-    return _parse_set_words(text)
-
-
-def _set_value(e: exp.Expression) -> str | None:
-    if isinstance(e, exp.Literal):
-        return e.this
-    if isinstance(e, exp.Tuple):
-        return ", ".join(_set_value(x) or "" for x in e.expressions)
-    if isinstance(e, (exp.Column, exp.Identifier, exp.Var)):
-        if e.name.upper() == "DEFAULT":
-            return None
-        return e.name
-    if isinstance(e, exp.Boolean):
-        return "on" if e.this else "off"
-    if isinstance(e, exp.Neg):
-        return "-" + (_set_value(e.this) or "")
-    return e.sql(dialect=_DIALECT)
-
-
-_SET_RE = re.compile(r"^SET\s+(SESSION\s+|LOCAL\s+)?([A-Za-z_][\w.]*|\"[^\"]+\")\s*(?:=|\s+TO\s+|\s+)\s*(.*)$",
-                     re.IGNORECASE | re.DOTALL)
-
-
-def _parse_set_words(text: str) -> st.Statement:
-    m = _SET_RE.match(text.strip().rstrip(";"))
-    if not m:
-        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in SET: {text}")
-    local = (m.group(1) or "").strip().upper() == "LOCAL"
-    name = ident(m.group(2))
-    raw = m.group(3).strip()
-    if name in ("transaction", "session"):
-        return st.SetVariable(text, "transaction_isolation", _isolation(raw), local)
-    if name == "names":
-        return st.SetVariable(text, "client_encoding", string_literal(raw), local)
-    if name == "time" and raw.upper().startswith("ZONE"):
-        return st.SetVariable(text, "timezone", string_literal(raw[4:].strip()), local)
-    if raw.upper() == "DEFAULT":
-        return st.SetVariable(text, name, None, local)
-    values = [string_literal(v.strip()) for v in split_commas(raw)]
-    return st.SetVariable(text, name, ", ".join(values), local)
-
-
-def _parse_alter_system(text: str, words: list[str], upper: list[str]) -> st.Statement:
-    if len(upper) == 4 and upper[2] == "RESET":
-        return st.AlterSystem(text, ident(words[3]))
-    if len(upper) > 3 and upper[2] == "SET":
-        inner = _parse_set_words(re.sub(r"^\s*ALTER\s+SYSTEM\s+", "", text, flags=re.I))
-        assert isinstance(inner, st.SetVariable)
-        if inner.local or inner.name == "all":
-            raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in ALTER SYSTEM: {text}")
-        return st.AlterSystem(text, inner.name, inner.value)
-    raise WeirError(SqlState.SYNTAX_ERROR, "expected SET or RESET after ALTER SYSTEM")
-
-
-def split_commas(raw: str) -> list[str]:
-    out, cur, q = [], "", False
-    for ch in raw:
-        if ch == "'":
-            q = not q
-        if ch == "," and not q:
-            out.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    out.append(cur)
-    return out
-
-
-def _isolation(raw: str) -> str:
-    m = re.search(r"ISOLATION\s+LEVEL\s+(.+)$", raw, re.IGNORECASE)
-    if not m:
-        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{raw.split()[0] if raw else ''}\"")
-    return _WS.sub(" ", m.group(1).strip()).lower()
-
-
 def _parse_special(text: str, head: str) -> st.Statement | None:
-    words = _words(text)
+    words = split_words(text)
     upper = [w.upper() for w in words]
     if head == "SHOW":
         from weir.sql.parse_show import parse_show
@@ -437,10 +306,10 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return parse_show(text, words, upper)
     if head == "SET":
         if len(upper) > 1 and upper[1] == "TRANSACTION":
-            return st.SetVariable(text, "transaction_isolation", _isolation(" ".join(words[2:])), True)
+            return st.SetVariable(text, "transactionparse_set.isolation", parse_set.isolation(" ".join(words[2:])), True)
         if len(upper) > 1 and upper[1] == "SESSION" and len(upper) > 2 and upper[2] == "CHARACTERISTICS":
-            return st.SetVariable(text, "transaction_isolation", _isolation(" ".join(words[3:])), False)
-        return _parse_set_words(text)
+            return st.SetVariable(text, "transactionparse_set.isolation", parse_set.isolation(" ".join(words[3:])), False)
+        return parse_set.parse_setwords(text)
     if head == "RESET":
         if len(words) != 2:
             raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in RESET")
@@ -448,7 +317,7 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
     if head in ("BEGIN", "START"):
         iso = None
         if "ISOLATION" in upper:
-            iso = _isolation(" ".join(words))
+            iso = parse_set.isolation(" ".join(words))
         return st.Transaction(text, "begin", iso)
     if head in ("COMMIT", "END"):
         return st.Transaction(text, "commit")
@@ -506,13 +375,13 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
     if head == "DISCARD":
         return st.Discard(text)
     if head == "CREATE" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
-        return st.CreateRole(text, ident(words[2]), _role_options(words[3:]))
+        return st.CreateRole(text, ident(words[2]), parse_roles.role_options(words[3:]))
     if head == "ALTER" and len(upper) > 1 and upper[1] == "SYSTEM":
-        return _parse_alter_system(text, words, upper)
+        return parse_set.parse_alter_system(text, words, upper)
     if head == "ALTER" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
-        return st.AlterRole(text, ident(words[2]), _role_options(words[3:]))
+        return st.AlterRole(text, ident(words[2]), parse_roles.role_options(words[3:]))
     if head == "DROP" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
-        return _parse_drop(text, "role", words[2:], qualified=False)
+        return parse_roles.parse_drop(text, "role", words[2:], qualified=False)
     if head in ("CREATE", "ALTER", "DROP") and len(upper) > 1 and upper[1] == "CLUSTER":
         from weir.sql.parse_cluster import parse_cluster_statement
 
@@ -522,21 +391,21 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
 
         return parse_create_mv(text)
     if head == "DROP" and len(upper) > 2 and upper[1] == "MATERIALIZED" and upper[2] == "VIEW":
-        return _parse_drop(text, "materialized view", words[3:])
+        return parse_roles.parse_drop(text, "materialized view", words[3:])
     if head == "CREATE" and re.match(r"^CREATE\s+(DEFAULT\s+)?INDEX\b", text, re.I):
         from weir.sql.parse_objects import parse_create_index
 
         return parse_create_index(text)
     if head == "DROP" and len(upper) > 1 and upper[1] == "INDEX":
-        return _parse_drop(text, "index", words[2:])
+        return parse_roles.parse_drop(text, "index", words[2:])
     if head == "CREATE" and len(upper) > 1 and upper[1] == "SOURCE":
         from weir.sql.parse_objects import parse_create_source
 
         return parse_create_source(text)
     if head == "DROP" and len(upper) > 2 and upper[1] == "SOURCE":
-        return _parse_drop(text, "source", words[2:])
+        return parse_roles.parse_drop(text, "source", words[2:])
     if head in ("GRANT", "REVOKE"):
-        return _parse_grant(text, words, upper, head == "REVOKE")
+        return parse_roles.parse_grant(text, words, upper, head == "REVOKE")
     if head == "ALTER" and re.search(r"\bRETAIN\s+HISTORY\b", text, re.I):
         from weir.sql.parse_holds import parse_alter_retain_history
 
@@ -548,69 +417,5 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
 
         return (parse_holds.parse_create_hold if head == "CREATE" else parse_holds.parse_alter_hold)(text)
     if head == "DROP" and len(upper) > 1 and upper[1] == "HOLD":
-        return _parse_drop(text, "hold", words[2:])
+        return parse_roles.parse_drop(text, "hold", words[2:])
     return None
-
-
-def _parse_drop(text: str, kind: str, rest: list[str], *, qualified: bool = True) -> st.Statement:
-    """DROP <kind> [IF EXISTS] name [, ...] [CASCADE | RESTRICT]."""
-    if_exists = len(rest) > 1 and rest[0].upper() == "IF" and rest[1].upper() == "EXISTS"
-    if if_exists:
-        rest = rest[2:]
-    cascade = bool(rest) and rest[-1].upper() == "CASCADE"
-    rest = [w for w in rest if w.upper() not in ("CASCADE", "RESTRICT")]
-    names = [n.strip() for n in " ".join(rest).split(",") if n.strip()]
-    parts = [name_parts(n) if qualified else [ident(n)] for n in names]
-    return st.Drop(text, kind, parts, if_exists, cascade)
-
-
-def _role_options(words: list[str]) -> st.RoleOptions:
-    opts = st.RoleOptions()
-    i = 0
-    if words and words[0].upper() == "WITH":
-        i = 1
-    while i < len(words):
-        w = words[i].upper()
-        if w == "SUPERUSER":
-            opts.superuser = True
-        elif w == "NOSUPERUSER":
-            opts.superuser = False
-        elif w == "LOGIN":
-            opts.login = True
-        elif w == "NOLOGIN":
-            opts.login = False
-        elif w == "INHERIT":
-            opts.inherit = True
-        elif w == "NOINHERIT":
-            opts.inherit = False
-        elif w == "PASSWORD":
-            i += 1
-            if i >= len(words):
-                raise WeirError(SqlState.SYNTAX_ERROR, "syntax error: PASSWORD needs a value")
-            # the password may contain spaces: take the quoted literal
-            rest = " ".join(words[i:])
-            m = re.match(r"^('(?:[^']|'')*')(.*)$", rest, re.DOTALL)
-            if m:
-                opts.password = string_literal(m.group(1))
-                words = words[:i] + _words(m.group(2)) if m.group(2).strip() else words[:i]
-                i -= 1
-            elif words[i].upper() == "NULL":
-                opts.password_null = True
-            else:
-                raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{words[i]}"')
-        else:
-            raise WeirError(SqlState.SYNTAX_ERROR, f'unrecognized role option "{words[i]}"')
-        i += 1
-    return opts
-
-
-def _parse_grant(text: str, words: list[str], upper: list[str], revoke: bool) -> st.Statement:
-    sep = "FROM" if revoke else "TO"
-    if sep not in upper or " ON " in f" {' '.join(upper)} ":
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "GRANT/REVOKE of object privileges not yet supported")
-    k = upper.index(sep)
-    roles = [ident(r.strip()) for r in " ".join(words[1:k]).split(",") if r.strip()]
-    members = [ident(m.strip()) for m in " ".join(words[k + 1:]).split(",") if m.strip()]
-    if not roles or not members:
-        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in {'REVOKE' if revoke else 'GRANT'}")
-    return st.GrantRole(text, roles, members, revoke)

@@ -10,7 +10,7 @@ import sqlglot
 from sqlglot.errors import ParseError, TokenError
 
 from weir.errors import SqlState, WeirError
-from weir.sql import parse
+from weir.sql import parse_words
 from weir.sql import statements as st
 
 _NAME = r'(?:"(?:[^"]|"")+"|[\w$]+)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[\w$]+))*'
@@ -46,9 +46,9 @@ def parse_create_hold(text: str) -> st.Statement:
         raise WeirError(SqlState.SYNTAX_ERROR,
                         "syntax error in CREATE HOLD: CREATE HOLD name ON object [, ...] [AT time] "
                         "[WITH (MAX LAG = interval)]")
-    objects = [parse.name_parts(o.strip()) for o in parse.split_commas(m.group("objects"))]
+    objects = [parse_words.name_parts(o.strip()) for o in parse_words.split_commas(m.group("objects"))]
     max_lag = None
-    for opt in parse.split_commas(m.group("opts") or ""):
+    for opt in parse_words.split_commas(m.group("opts") or ""):
         if not opt.strip():
             continue
         om = _MAX_LAG.match(opt.strip())
@@ -56,7 +56,7 @@ def parse_create_hold(text: str) -> st.Statement:
             raise WeirError(SqlState.SYNTAX_ERROR, f"unknown HOLD option: {opt.strip()} (known: MAX LAG)")
         max_lag = _interval_text(om.group("value"))
     at = _expr(m.group("at"), "AT") if m.group("at") else None
-    return st.CreateHold(text, parse.name_parts(m.group("name")), objects, at, max_lag, bool(m.group("ine")))
+    return st.CreateHold(text, parse_words.name_parts(m.group("name")), objects, at, max_lag, bool(m.group("ine")))
 
 
 def parse_alter_hold(text: str) -> st.Statement:
@@ -66,8 +66,8 @@ def parse_alter_hold(text: str) -> st.Statement:
                         "syntax error in ALTER HOLD: ALTER HOLD name ADVANCE [TO time] | RENAME TO name")
     if m.group("advance"):
         to = _expr(m.group("to"), "ADVANCE TO") if m.group("to") else None
-        return st.AlterHold(text, parse.name_parts(m.group("name")), "advance", to)
-    return st.AlterHold(text, parse.name_parts(m.group("name")), "rename", None, parse.ident(m.group("new")))
+        return st.AlterHold(text, parse_words.name_parts(m.group("name")), "advance", to)
+    return st.AlterHold(text, parse_words.name_parts(m.group("name")), "rename", None, parse_words.ident(m.group("new")))
 
 
 _RETAIN_OPTION = re.compile(r"\bWITH\s*\(\s*RETAIN\s+HISTORY\s*(?:=\s*)?FOR\s+'(?P<value>(?:[^']|'')*)'\s*\)",
@@ -95,4 +95,4 @@ def parse_alter_retain_history(text: str) -> st.Statement | None:
         return None
     kind = " ".join(m.group("kind").lower().split())
     value = None if m.group("reset") else m.group("value").replace("''", "'")
-    return st.AlterRetainHistory(text, kind, parse.name_parts(m.group("name")), value)
+    return st.AlterRetainHistory(text, kind, parse_words.name_parts(m.group("name")), value)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from weir.errors import SqlState, WeirError
-from weir.sql import parse
+from weir.sql import parse, parse_words
 from weir.sql import statements as st
 
 _CREATE_SOURCE = re.compile(
@@ -26,7 +26,7 @@ def parse_create_source(text: str) -> st.Statement:
                             "only LOAD GENERATOR sources are supported (COUNTER, AUCTION, TPCH)")
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE SOURCE: {text}")
     opts: dict[str, str] = {}
-    for part in parse.split_commas(m.group("opts") or ""):
+    for part in parse_words.split_commas(m.group("opts") or ""):
         part = part.strip()
         if not part:
             continue
@@ -36,9 +36,9 @@ def parse_create_source(text: str) -> st.Statement:
         opts[om.group(1).upper()] = om.group(2)
     tables = None
     if m.group("tables") is not None:
-        tables = [parse.ident(t.strip()) for t in m.group("tables").split(",") if t.strip()]
-    cluster = parse.ident(m.group("cluster")) if m.group("cluster") else None
-    return st.CreateSource(text, parse.name_parts(m.group("name")), m.group("gen").lower(), opts, tables,
+        tables = [parse_words.ident(t.strip()) for t in m.group("tables").split(",") if t.strip()]
+    cluster = parse_words.ident(m.group("cluster")) if m.group("cluster") else None
+    return st.CreateSource(text, parse_words.name_parts(m.group("name")), m.group("gen").lower(), opts, tables,
                            cluster, bool(m.group("ine")))
 
 
@@ -64,7 +64,7 @@ def parse_explain(text: str) -> st.Statement:
     om = re.match(r"^(MATERIALIZED\s+VIEW|INDEX)\s+(\S+)$", body, re.I)
     if om:
         kind = "index" if om.group(1).upper() == "INDEX" else "materialized view"
-        return st.Explain(text, stage, opts, None, kind, parse.name_parts(om.group(2)))
+        return st.Explain(text, stage, opts, None, kind, parse_words.name_parts(om.group(2)))
     inner = parse.parse_statement(body)
     if not isinstance(inner, st.Query):
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "EXPLAIN needs a query, MATERIALIZED VIEW or INDEX")
@@ -84,9 +84,9 @@ def parse_create_mv(text: str) -> st.Statement:
     inner = parse.parse_statement(m.group("body"))
     if not isinstance(inner, st.Query) or inner.as_of is not None:
         raise WeirError(SqlState.SYNTAX_ERROR, "CREATE MATERIALIZED VIEW needs AS <query>")
-    cols = [parse.ident(c.strip()) for c in m.group("cols").split(",")] if m.group("cols") else None
-    return st.CreateMaterializedView(text, parse.name_parts(m.group("name")), inner.expr,
-                                     parse.ident(m.group("cluster")) if m.group("cluster") else None,
+    cols = [parse_words.ident(c.strip()) for c in m.group("cols").split(",")] if m.group("cols") else None
+    return st.CreateMaterializedView(text, parse_words.name_parts(m.group("name")), inner.expr,
+                                     parse_words.ident(m.group("cluster")) if m.group("cluster") else None,
                                      bool(m.group("ine")), bool(m.group("replace")), cols)
 
 
@@ -111,7 +111,7 @@ def parse_create_index(text: str) -> st.Statement:
         if default:
             raise WeirError(SqlState.SYNTAX_ERROR, "CREATE DEFAULT INDEX takes no key list")
         try:
-            keys = [sqlglot.parse_one(k, read="postgres") for k in parse.split_commas(m.group("keys"))
+            keys = [sqlglot.parse_one(k, read="postgres") for k in parse_words.split_commas(m.group("keys"))
                     if k.strip()]
         except ParseError as e:
             raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in index key: {e}") from None
@@ -123,6 +123,6 @@ def parse_create_index(text: str) -> st.Statement:
     if m.group("c1") and m.group("c2"):
         raise WeirError(SqlState.SYNTAX_ERROR, "IN CLUSTER given twice")
     cluster = m.group("c1") or m.group("c2")
-    return st.CreateIndex(text, parse.ident(m.group("name")) if m.group("name") else None,
-                          parse.name_parts(m.group("on")), keys,
-                          parse.ident(cluster) if cluster else None, bool(m.group("ine")))
+    return st.CreateIndex(text, parse_words.ident(m.group("name")) if m.group("name") else None,
+                          parse_words.name_parts(m.group("on")), keys,
+                          parse_words.ident(cluster) if cluster else None, bool(m.group("ine")))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
-from weir.sql.parse import ident, name_parts, string_literal
+from weir.sql.parse_words import ident, name_parts, string_literal
 
 _SHOW_OBJECTS = {
     ("TABLES",): "tables", ("VIEWS",): "views", ("OBJECTS",): "objects", ("CLUSTERS",): "clusters",
