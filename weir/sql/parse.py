@@ -306,10 +306,10 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return parse_show(text, words, upper)
     if head == "SET":
         if len(upper) > 1 and upper[1] == "TRANSACTION":
-            return st.SetVariable(text, "transactionparse_set.isolation", parse_set.isolation(" ".join(words[2:])), True)
+            return st.SetVariable(text, "transaction_isolation", parse_set.isolation(" ".join(words[2:])), True)
         if len(upper) > 1 and upper[1] == "SESSION" and len(upper) > 2 and upper[2] == "CHARACTERISTICS":
-            return st.SetVariable(text, "transactionparse_set.isolation", parse_set.isolation(" ".join(words[3:])), False)
-        return parse_set.parse_setwords(text)
+            return st.SetVariable(text, "transaction_isolation", parse_set.isolation(" ".join(words[3:])), False)
+        return parse_set.parse_set_words(text)
     if head == "RESET":
         if len(words) != 2:
             raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in RESET")

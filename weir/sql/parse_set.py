@@ -26,7 +26,7 @@ def set_from_expr(text: str, expr: exp.Set) -> st.Statement:
         name = eq.this.name.lower()
         value = set_value(eq.expression)
         return st.SetVariable(text, name, value, local)
-    return _parse_setwords(text)
+    return parse_set_words(text)
 
 
 def set_value(e: exp.Expression) -> str | None:
@@ -49,7 +49,7 @@ _SET_RE = re.compile(r"^SET\s+(SESSION\s+|LOCAL\s+)?([A-Za-z_][\w.]*|\"[^\"]+\")
                      re.IGNORECASE | re.DOTALL)
 
 
-def _parse_setwords(text: str) -> st.Statement:
+def parse_set_words(text: str) -> st.Statement:
     m = _SET_RE.match(text.strip().rstrip(";"))
     if not m:
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in SET: {text}")
@@ -57,7 +57,7 @@ def _parse_setwords(text: str) -> st.Statement:
     name = ident(m.group(2))
     raw = m.group(3).strip()
     if name in ("transaction", "session"):
-        return st.SetVariable(text, "transactionisolation", isolation(raw), local)
+        return st.SetVariable(text, "transaction_isolation", isolation(raw), local)
     if name == "names":
         return st.SetVariable(text, "client_encoding", string_literal(raw), local)
     if name == "time" and raw.upper().startswith("ZONE"):
@@ -72,7 +72,7 @@ def parse_alter_system(text: str, words: list[str], upper: list[str]) -> st.Stat
     if len(upper) == 4 and upper[2] == "RESET":
         return st.AlterSystem(text, ident(words[3]))
     if len(upper) > 3 and upper[2] == "SET":
-        inner = _parse_setwords(re.sub(r"^\s*ALTER\s+SYSTEM\s+", "", text, flags=re.I))
+        inner = parse_set_words(re.sub(r"^\s*ALTER\s+SYSTEM\s+", "", text, flags=re.I))
         assert isinstance(inner, st.SetVariable)
         if inner.local or inner.name == "all":
             raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in ALTER SYSTEM: {text}")

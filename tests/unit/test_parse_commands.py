@@ -1,0 +1,64 @@
+"""The statements weir reads word by word (SET forms, transactions, roles, GRANT, DROP,
+PREPARE/EXECUTE): each form parses into the statement it names, bad forms are 42601."""
+
+from __future__ import annotations
+
+import pytest
+
+from weir.errors import WeirError
+from weir.sql import statements as st
+from weir.sql.parse import parse_statement
+
+
+@pytest.mark.parametrize(("sql", "name", "value", "local"), [
+    ("SET application_name = 'weir-test'", "application_name", "weir-test", False),
+    ("SET extra_float_digits = 3", "extra_float_digits", "3", False),
+    ("SET LOCAL search_path TO a, \"B\"", "search_path", 'a, "B"', True),
+    ("SET search_path = DEFAULT", "search_path", None, False),
+    ("SET TIME ZONE 'UTC'", "timezone", "UTC", False),
+    ("SET NAMES 'UTF8'", "client_encoding", "UTF8", False),
+    ("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "transaction_isolation", "serializable", True),
+    ("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL  STRICT SERIALIZABLE",
+     "transaction_isolation", "strict serializable", False),
+])
+def test_set_forms(sql: str, name: str, value: str | None, local: bool) -> None:
+    s = parse_statement(sql)
+    assert isinstance(s, st.SetVariable)
+    assert (s.name, s.value, s.local) == (name, value, local)
+
+
+def test_alter_system_reset_begin() -> None:
+    s = parse_statement("ALTER SYSTEM SET max_tables = 10")
+    assert isinstance(s, st.AlterSystem) and (s.name, s.value) == ("max_tables", "10")
+    s = parse_statement("ALTER SYSTEM RESET max_tables")
+    assert isinstance(s, st.AlterSystem) and s.name == "max_tables" and s.value is None
+    s = parse_statement("RESET application_name")
+    assert isinstance(s, st.ResetVariable) and s.name == "application_name"
+    s = parse_statement("BEGIN ISOLATION LEVEL SERIALIZABLE")
+    assert isinstance(s, st.Transaction) and s.kind == "begin"
+
+
+def test_roles_grant_and_drop() -> None:
+    s = parse_statement("CREATE ROLE alice WITH LOGIN PASSWORD 'it''s a secret' NOSUPERUSER")
+    assert isinstance(s, st.CreateRole) and s.name == "alice"
+    assert s.options.login is True and s.options.superuser is False
+    assert s.options.password == "it's a secret"
+    s = parse_statement("GRANT analysts TO alice, bob")
+    assert isinstance(s, st.GrantRole) and s.roles == ["analysts"] and s.members == ["alice", "bob"]
+    s = parse_statement("DROP INDEX IF EXISTS s.\"I\", j CASCADE")
+    assert isinstance(s, st.Drop) and s.object_kind == "index" and s.if_exists and s.cascade
+    assert s.names == [["s", "I"], ["j"]]
+
+
+def test_prepare_execute() -> None:
+    s = parse_statement("PREPARE q (int, text) AS SELECT $1, $2")
+    assert isinstance(s, st.Prepare) and s.name == "q" and s.param_types == ["int", "text"]
+    s = parse_statement("EXECUTE q (1, 'a')")
+    assert isinstance(s, st.ExecutePrepared) and s.name == "q" and len(s.args) == 2
+
+
+@pytest.mark.parametrize("sql", ["ALTER SYSTEM SET LOCAL x = 1", "SET TRANSACTION READ", "RESET a b"])
+def test_bad_forms_are_syntax_errors(sql: str) -> None:
+    with pytest.raises(WeirError) as e:
+        parse_statement(sql)
+    assert e.value.sqlstate == "42601"
