@@ -169,6 +169,10 @@ def test_cancel_stops_spark_job(server: WeirServer) -> None:
         t.join()
         assert state == "57014"
         assert time.time() - started < 60
+        # the canceled job stopped on the replica: the next query does not wait behind it
+        started = time.time()
+        assert c.execute("SELECT count(*) FROM generate_series(1, 1000)").fetchone() == (1000,)
+        assert time.time() - started < 20
         assert c.execute("SELECT 1").fetchone() == (1,)
 
 

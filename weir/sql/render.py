@@ -462,6 +462,47 @@ def _series(series: exp.Expression) -> exp.Expression:
     return tree.transform(put)
 
 
+_INTEGER_TYPES = {exp.DataType.Type.INT: "INT", exp.DataType.Type.BIGINT: "BIGINT"}
+
+
+def _integer_constant_type(e: exp.Expression) -> str | None:
+    """INT or BIGINT when `e` is an integer constant or a typed parameter slot (both fold
+    in Spark), as PostgreSQL types generate_series' arguments; None otherwise."""
+    if isinstance(e, exp.Neg):
+        e, sign = e.this, -1
+    else:
+        sign = 1
+    if isinstance(e, exp.Literal) and not e.is_string and e.is_int:
+        v = sign * int(e.this)
+        return "INT" if -2**31 <= v < 2**31 else "BIGINT" if -2**63 <= v < 2**63 else None
+    if (sign == 1 and isinstance(e, exp.Cast) and isinstance(e.this, (exp.Literal, exp.Placeholder))
+            and e.to.this in _INTEGER_TYPES):
+        return _INTEGER_TYPES[e.to.this]
+    return None
+
+
+def _range_series(series: exp.Expression, name: str) -> exp.Select | None:
+    """`FROM generate_series(a, b[, step])` over integer constants as Spark's range(): it
+    streams instead of building the whole series as one array, and its loop checks for
+    cancellation (an explode() of one array runs to its end after a cancel). None when the
+    arguments are not integer constants with a constant non-zero step."""
+    start, end = series.args["start"], series.args["end"]
+    step = series.args.get("step") or exp.Literal.number(1)
+    types = [_integer_constant_type(x) for x in (start, end, step)]
+    if None in types:
+        return None
+    step_value = int(step.this.this) * -1 if isinstance(step, exp.Neg) else (
+        int(step.this) if isinstance(step, exp.Literal) else None)
+    if not step_value or (isinstance(end, exp.Literal) and abs(int(end.this)) >= 2**63 - 1):
+        return None  # a parameter step, or zero (explode's form raises PostgreSQL's error)
+    bound = exp.Add if step_value > 0 else exp.Sub
+    stop = bound(this=exp.Cast(this=end.copy(), to=exp.DataType.build("BIGINT")), expression=exp.Literal.number(1))
+    value = exp.Cast(this=exp.column("id"), to=exp.DataType.build("BIGINT" if "BIGINT" in types else "INT"))
+    rng = exp.Anonymous(this="range", expressions=[
+        exp.Cast(this=start.copy(), to=exp.DataType.build("BIGINT")), stop, exp.Literal.number(step_value)])
+    return exp.select(exp.alias_(value, name, quoted=True)).from_(exp.Table(this=rng))
+
+
 def _series_as_subqueries(expr: exp.Expression) -> exp.Expression:
     """`FROM generate_series(a, b) AS g(x)`: sqlglot renders Spark SQL that does not parse
     (`EXPLODE(SEQUENCE(a, b), _u(x))`); a subquery over explode() of the series means the
@@ -480,7 +521,8 @@ def _series_as_subqueries(expr: exp.Expression) -> exp.Expression:
         columns = alias.columns if alias is not None else []
         name = columns[0].name if columns else (alias.name if alias is not None and alias.name
                                                   else "generate_series")
-        inner = exp.select(exp.alias_(exp.Explode(this=_series(series)), name, quoted=True))
+        inner = _range_series(series, name) or exp.select(
+            exp.alias_(exp.Explode(this=_series(series)), name, quoted=True))
         return exp.Subquery(this=inner, alias=exp.TableAlias(
             this=exp.to_identifier(alias.name if alias is not None and alias.name else name, quoted=True)))
 
