@@ -207,3 +207,18 @@ def test_roles_and_membership(server: WeirServer) -> None:
                          autocommit=True) as a:
         assert a.execute("SELECT current_user").fetchone() == ("alice",)
         assert _sqlstate(lambda: a.execute("CREATE ROLE mallory")) == "42501"
+
+
+def test_any_with_a_list_parameter(server: WeirServer) -> None:
+    """psycopg's idiom `x = ANY(%s)` with a Python list: the parameter is an array of x's
+    type, on user tables and on system relations (was 42804 'invalid query' for text)."""
+    with server.connect() as c:
+        c.execute("CREATE TABLE any_t (name text, n int)")
+        c.execute("INSERT INTO any_t VALUES ('a', 1), ('b', 2), ('c', 3)")
+        assert c.execute("SELECT name FROM any_t WHERE name = ANY(%s) ORDER BY 1", (["a", "c", "z"],)).fetchall() \
+            == [("a",), ("c",)]
+        assert c.execute("SELECT name FROM any_t WHERE name <> ALL(%s)", (["a", "c"],)).fetchall() == [("b",)]
+        assert c.execute("SELECT n FROM any_t WHERE n = ANY(%s)", ([2, 9],)).fetchall() == [(2,)]
+        assert c.execute("SELECT name FROM mz_catalog.mz_tables WHERE name = ANY(%s)",
+                         (["any_t", "nosuch"],)).fetchall() == [("any_t",)]
+        c.execute("DROP TABLE any_t")

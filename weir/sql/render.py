@@ -406,6 +406,9 @@ def infer_param_types(
         while isinstance(parent, exp.Paren):
             parent = parent.parent
         guess: PgType | None = None
+        quantified = _quantified(parent)
+        if quantified is not None:  # x = ANY($1): $1 is an array of x's type, as in PostgreSQL
+            parent, p = quantified.parent, quantified
         if isinstance(parent, exp.Cast):
             guess = pg_type_of_datatype(parent.to)
         elif isinstance(parent, (exp.Binary, exp.In, exp.Between)):
@@ -422,8 +425,20 @@ def infer_param_types(
                     break
         elif isinstance(parent, exp.Limit) or isinstance(parent, exp.Offset):
             guess = T.INT8
+        if quantified is not None:
+            out[k] = T.array_of(guess or T.TEXT)
+            continue
         out[k] = jsonb_parameter_type(p, parent, guess)
     return [t or T.TEXT for t in out]
+
+
+def _quantified(parent: exp.Expression | None) -> exp.Expression | None:
+    """The ANY/SOME/ALL call a parameter is the whole argument of, if it is."""
+    if isinstance(parent, exp.Any) or (isinstance(parent, exp.Anonymous)
+                                       and str(parent.this).upper() in ("ANY", "SOME", "ALL")
+                                       and len(parent.expressions) == 1):
+        return parent
+    return None
 
 
 def pg_type_of_datatype(dt_: exp.DataType) -> PgType | None:
