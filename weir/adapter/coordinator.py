@@ -238,6 +238,28 @@ class Coordinator(api.Coordinator):
             if updates:
                 await self.storage.append(updates)
 
+    async def replace_builtin_rows(self, builtin: BuiltinTable, old: list[Any], new: list[Any]) -> None:
+        """Retract `old` rows of one builtin relation and insert `new` ones, without
+        recomputing it from the catalog (a batch of hold advances touches a few rows of
+        mz_holds among thousands). The catalog must already hold what `new` says."""
+        async with self._builtin_lock:
+            counts = self._builtin_rows.setdefault(builtin.id, collections.Counter())
+            diff: collections.Counter[tuple[Any, ...]] = collections.Counter()
+            for row in old:
+                diff[_hashable(row)] -= 1
+            for row in new:
+                diff[_hashable(row)] += 1
+            rows = [(r, d) for r, d in diff.items() if d != 0]
+            if not rows:
+                return
+            counts.update(dict(rows))
+            for r, _ in rows:
+                if counts[r] == 0:
+                    del counts[r]
+            # enqueued in order under the lock; committed by the storage controller's next group commit
+            done = asyncio.ensure_future(self.storage.append({builtin.id: builtin_updates(builtin, rows)}))
+        await done
+
     def _restart_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
         if not task.cancelled() and task.exception() is not None:

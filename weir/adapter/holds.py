@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from weir.adapter import api
+from weir.catalog.builtins import by_name, hold_row
 from weir.catalog.model import HOLD, INDEX, MATERIALIZED_VIEW, SOURCE, TABLE, VIEW, Item, kind_label
 from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError
@@ -31,6 +33,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_LAG = "3h"
 HOLDABLE = (TABLE, SOURCE, MATERIALIZED_VIEW, INDEX)
+HOLDS_RELATION = by_name("mz_catalog", "mz_holds")
 
 
 def _lag_ms(text: str) -> int:
@@ -63,12 +66,20 @@ def storage_ids(coord: Coordinator, item: Item) -> list[str]:
 
 
 class Holds:
-    """The storage read holds of the catalog's HOLD objects, and their MAX LAG."""
+    """The storage read holds of the catalog's HOLD objects, their definitions kept in
+    memory (the MAX LAG pass and ADVANCE read them without a catalog query), and the
+    batching of advances: every ADVANCE waiting when a batch starts commits in one catalog
+    transaction and one append to mz_holds."""
 
     def __init__(self, coord: Coordinator) -> None:
         self.coord = coord
         self.read_holds: dict[str, Any] = {}  # hold id -> storage ReadHold
+        self.definitions: dict[str, dict[str, Any]] = {}  # hold id -> its catalog definition
+        self._pending: dict[str, tuple[dict[str, Any], list[asyncio.Future[None]]]] = {}
+        self._batcher: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        self.batches = 0  # committed batches of advances (bench/holds.py reports the mean size)
+        self.advances = 0
 
     def _shards(self, hold: Item) -> list[str]:
         return sorted({sid for oid in hold.dependencies for sid in storage_ids(self.coord, self.coord.catalog.get_item(oid))})
@@ -84,6 +95,11 @@ class Holds:
                 log.warning("hold %s is at %d but its objects are compacted to %d", hold.name, at, since)
                 at = since
             self.read_holds[hold.id] = storage.acquire_read_hold(shards, at)
+            self.definitions[hold.id] = dict(hold.definition, at=at)
+
+    def add(self, hold: Item, read_hold: Any) -> None:
+        self.read_holds[hold.id] = read_hold
+        self.definitions[hold.id] = dict(hold.definition)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._enforce_max_lag(), name="hold-max-lag")
@@ -93,13 +109,71 @@ class Holds:
             self._task.cancel()
 
     def release(self, hold_id: str) -> None:
+        self.definitions.pop(hold_id, None)
         rh = self.read_holds.pop(hold_id, None)
         if rh is not None:
             rh.release()
 
     def holds_on(self, shard_id: str) -> list[Item]:
         """The HOLD objects that keep this collection's history."""
-        return [h for h in self.coord.catalog.list_items(HOLD) if shard_id in self._shards(h)]
+        ids = [h for h, rh in self.read_holds.items() if shard_id in rh.shard_ids]
+        return [self.coord.catalog.get_item(h) for h in ids]
+
+    # -- advancing, in batches ---------------------------------------------------------
+
+    async def advance(self, hold_id: str, changes: dict[str, Any]) -> None:
+        """Move a hold: `changes` (at, and for MAX LAG its counters) join the next batch;
+        returns once they are durable and visible in mz_holds."""
+        rh = self.read_holds[hold_id]
+        if int(changes["at"]) < rh.ts:  # back first, alone (raises if no other hold kept that history)
+            rh.move_to(int(changes["at"]))
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queued = self._pending.get(hold_id)
+        merged = dict(queued[0] if queued else self.definitions[hold_id], **changes)
+        self._pending[hold_id] = (merged, (queued[1] if queued else []) + [fut])
+        if self._batcher is None or self._batcher.done():
+            self._batcher = asyncio.create_task(self._commit_batches(), name="hold-advances")
+        await fut
+
+    async def _commit_batches(self) -> None:
+        await asyncio.sleep(0)  # let the advances already on their way join this batch
+        while self._pending:
+            batch, self._pending = self._pending, {}
+            try:
+                await self._commit(batch)
+            except BaseException as e:  # noqa: BLE001 - reported to every waiting ADVANCE
+                for _, futs in batch.values():
+                    for f in futs:
+                        if not f.done():
+                            f.set_exception(e if isinstance(e, Exception) else RuntimeError(str(e)))
+                if not isinstance(e, Exception):
+                    raise
+            else:
+                for _, futs in batch.values():
+                    for f in futs:
+                        if not f.done():
+                            f.set_result(None)
+
+    async def _commit(self, batch: dict[str, tuple[dict[str, Any], list[asyncio.Future[None]]]]) -> None:
+        """One catalog transaction for the batch. The storage read hold never claims less
+        history than the catalog: it moved back before (advance), and moves forward after."""
+        cat = self.coord.catalog
+        live = {h: d for h, (d, _) in batch.items() if h in self.read_holds}  # not dropped meanwhile
+        old = {h: self.definitions[h] for h in live}
+        after = cat.set_definitions(live)
+        for h, d in live.items():
+            rh = self.read_holds[h]
+            if int(d["at"]) > rh.ts:
+                rh.move_to(int(d["at"]))
+            self.definitions[h] = d
+        self.batches += 1
+        self.advances += len(live)
+        databases = {i.schema_id: cat.get_schema_by_id(i.schema_id).database_id for i in after}
+        await self.coord.replace_builtin_rows(
+            HOLDS_RELATION, [hold_row(replace(i, definition=old[i.id]), databases[i.schema_id]) for i in after],
+            [hold_row(i, databases[i.schema_id]) for i in after])
+
+    # -- MAX LAG -----------------------------------------------------------------------
 
     async def _enforce_max_lag(self) -> None:
         while True:
@@ -111,24 +185,19 @@ class Holds:
 
     async def _advance_lagging(self) -> None:
         storage = self.coord.storage
-        changed = False
-        for hold in self.coord.catalog.list_items(HOLD):
-            rh = self.read_holds.get(hold.id)
+        moves = []
+        for hold_id, d in list(self.definitions.items()):
+            rh = self.read_holds.get(hold_id)
             if rh is None or not rh.shard_ids:
                 continue
             upper = min(storage.frontiers(s)[1] for s in rh.shard_ids)
-            at, max_lag = int(hold.definition["at"]), int(hold.definition["max_lag_ms"])
-            if upper - at <= max_lag:
-                continue
-            new_at = upper - max_lag
-            rh.move_to(new_at)
-            definition = dict(hold.definition, at=new_at,
-                              auto_advances=int(hold.definition.get("auto_advances", 0)) + 1,
-                              last_auto_advanced_at=int(time.time() * 1000))
-            self.coord.catalog.alter_item(hold.id, definition=definition)
-            changed = True
-        if changed:
-            await self.coord.catalog_changed()
+            at, max_lag = int(d["at"]), int(d["max_lag_ms"])
+            if upper - at > max_lag:
+                moves.append(self.advance(hold_id, {
+                    "at": upper - max_lag, "auto_advances": int(d.get("auto_advances", 0)) + 1,
+                    "last_auto_advanced_at": int(time.time() * 1000)}))
+        if moves:
+            await asyncio.gather(*moves)
 
 
 def _eval_time(session: Session, expr: Any) -> int:
@@ -173,6 +242,16 @@ def _check_time(coord: Coordinator, objects: list[Item], t: int, verb: str) -> N
     if t > now:
         raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
                         f"cannot {verb} at {t}: it is in the future (the objects' write frontier is {now})")
+
+
+def _check_shards(coord: Coordinator, shard_ids: list[str], t: int, verb: str, object_ids: list[str]) -> None:
+    """_check_time on the collections a hold already knows (no catalog walk on the
+    ADVANCE path); the objects are looked up only to word an error."""
+    storage = coord.storage
+    frontiers = [storage.frontiers(sid) for sid in shard_ids]
+    now = max([coord.oracle.read_ts() + 1] + [upper for _, upper in frontiers])
+    if t > now or any(t < since for since, _ in frontiers):
+        _check_time(coord, [coord.catalog.get_item(o) for o in object_ids], t, verb)
 
 
 def _default_time(coord: Coordinator, objects: list[Item]) -> int:
@@ -222,7 +301,7 @@ async def create(session: Session, stmt: st.CreateHold) -> api.Command:
     except BaseException:
         read_hold.release()
         raise
-    coord.holds.read_holds[item.id] = read_hold
+    coord.holds.add(item, read_hold)
     await coord.catalog_changed()
     return api.Command("CREATE HOLD")
 
@@ -236,20 +315,17 @@ async def alter(session: Session, stmt: st.AlterHold) -> api.Command:
         coord.catalog.alter_item(hold.id, name=stmt.new_name)
         await coord.catalog_changed()
         return api.Command("ALTER HOLD")
-    objects = [coord.catalog.get_item(d) for d in hold.dependencies]
     rh = coord.holds.read_holds[hold.id]
+    at = int(coord.holds.definitions[hold.id]["at"])
     if stmt.to is not None:
         t = _eval_time(session, stmt.to)
     else:  # the objects' read frontier without this hold: what their other holds and windows allow
         storage = coord.storage
-        t = max(int(hold.definition["at"]),
-                min(storage.collections[s].upper - storage.collections[s].window_ms for s in rh.shard_ids)
-                if rh.shard_ids else int(hold.definition["at"]))
-        t = max(t, _default_time(coord, objects))
-    _check_time(coord, objects, t, "advance the hold")
-    rh.move_to(t)
-    coord.catalog.alter_item(hold.id, definition=dict(hold.definition, at=t))
-    await coord.catalog_changed()
+        t = max(at, min(storage.collections[s].upper - storage.collections[s].window_ms for s in rh.shard_ids)
+                if rh.shard_ids else at)
+        t = max(t, max((storage.frontiers(s)[0] for s in rh.shard_ids), default=t))
+    _check_shards(coord, rh.shard_ids, t, "advance the hold", hold.dependencies)
+    await coord.holds.advance(hold.id, {"at": t})
     return api.Command("ALTER HOLD")
 
 

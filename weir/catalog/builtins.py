@@ -246,14 +246,16 @@ def _object_dependencies(s: Snapshot) -> list[Row]:
 def _holds(s: Snapshot) -> list[Row]:
     """HOLD objects (weir.adapter.holds): their time and how MAX LAG has moved them."""
     databases = {x.id: x.database_id for x in s.schemas}
-    out: list[Row] = []
-    for i in _items(s, HOLD):
-        d = i.definition
-        last = d.get("last_auto_advanced_at")
-        out.append((i.id, databases.get(i.schema_id), i.schema_id, i.name, int(d["at"]), i.owner_id,
-                    timedelta(milliseconds=int(d["max_lag_ms"])), i.created_at, int(d.get("auto_advances", 0)),
-                    datetime.fromtimestamp(last / 1000, tz=UTC) if last is not None else None))
-    return out
+    return [hold_row(i, databases.get(i.schema_id)) for i in _items(s, HOLD)]
+
+
+def hold_row(i: Item, database_id: str | None) -> Row:
+    """One hold's row of mz_holds (also written alone when a batch of advances commits)."""
+    d = i.definition
+    last = d.get("last_auto_advanced_at")
+    return (i.id, database_id, i.schema_id, i.name, int(d["at"]), i.owner_id,
+            timedelta(milliseconds=int(d["max_lag_ms"])), i.created_at, int(d.get("auto_advances", 0)),
+            datetime.fromtimestamp(last / 1000, tz=UTC) if last is not None else None)
 
 
 def _hold_objects(s: Snapshot) -> list[Row]:
