@@ -163,6 +163,48 @@ def test_hold_rules(server: WeirServer) -> None:
         c.execute("DROP TABLE hr_free")
 
 
+def test_concurrent_advances_are_batched(server: WeirServer) -> None:
+    """ADVANCEs from many sessions at once commit together (part 4): fewer catalog
+    transactions than advances, and every session reads its own advance in mz_holds."""
+    clients, rounds = 8, 15
+    with server.connect() as c:
+        c.execute("CREATE TABLE hb_t (a int)")
+        for k in range(clients):
+            c.execute(f"CREATE HOLD hb_h{k} ON hb_t")
+    advances0 = server.metric("weir_hold_advances_total")
+    batches0 = server.metric("weir_hold_advance_batches_total")
+    stale: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+
+    def advance(k: int) -> None:
+        try:
+            with server.connect() as c:
+                for _ in range(rounds):
+                    c.execute(f"ALTER HOLD hb_h{k} ADVANCE")
+                    (now,) = c.execute("SELECT at FROM mz_catalog.mz_holds WHERE name = %s", (f"hb_h{k}",)).fetchone()
+                    target = int(now)  # the next advance moves on from here, never back
+                    c.execute(f"ALTER HOLD hb_h{k} ADVANCE TO {target}")
+                    if _at(c, f"hb_h{k}") != target:
+                        stale.append((k, target))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=advance, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not errors, errors
+    assert not stale, f"mz_holds did not show a session's own advance: {stale}"
+    advances = server.metric("weir_hold_advances_total") - advances0
+    batches = server.metric("weir_hold_advance_batches_total") - batches0
+    assert advances >= clients * rounds * 2 * 0.5  # concurrent advances of one hold may merge
+    assert batches < advances, (batches, advances)
+    with server.connect() as c:
+        c.execute("DROP TABLE hb_t CASCADE")
+        assert c.execute("SELECT count(*) FROM mz_catalog.mz_holds WHERE name LIKE 'hb_h%'").fetchone() == (0,)
+
+
 def test_holds_survive_a_crash(tmp_path: Path, java: None) -> None:
     srv = WeirServer(tmp_path / "data").start()
     try:
@@ -177,12 +219,17 @@ def test_holds_survive_a_crash(tmp_path: Path, java: None) -> None:
                 assert time.time() < deadline
                 time.sleep(0.5)
             c.execute("CREATE HOLD hc_h ON hc_t, hc_mv, hc_i")
+            c.execute("CREATE HOLD hc_moved ON hc_t")
             at = _at(c, "hc_h")
             c.execute("INSERT INTO hc_t VALUES (10)")
+            c.execute("ALTER HOLD hc_moved ADVANCE")  # acknowledged: durable even if killed at once
+            moved = _at(c, "hc_moved")
+            assert moved > at
         srv.kill()
         srv.start()
         with srv.connect() as c:
             assert _at(c, "hc_h") == at
+            assert _at(c, "hc_moved") == moved
             time.sleep(3 * WINDOW_S)
             c.execute("INSERT INTO hc_t VALUES (100)")
             assert c.execute(f"SELECT a FROM hc_t AS OF {at}").fetchall() == [(1,)]

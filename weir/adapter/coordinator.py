@@ -8,7 +8,7 @@ import collections
 import ipaddress
 import itertools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -59,6 +59,8 @@ class Coordinator(api.Coordinator):
         self._table_locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
         self._builtin_rows: dict[str, collections.Counter[tuple[Any, ...]]] = {}
         self._builtin_lock = asyncio.Lock()
+        self._builtin_generation = -1  # the catalog generation the builtin relations show
+        self._builtin_appends: dict[str, asyncio.Future[int]] = {}  # latest queued incremental append
         self._system_vars: dict[str, str] | None = None
         self.system_var_version = 0  # bumped by ALTER SYSTEM (caches of derived values key on it)
         self._status_task: asyncio.Task[None] | None = None
@@ -215,12 +217,21 @@ class Coordinator(api.Coordinator):
                 for row, d in zip(zip(*cols_py, strict=True), diffs, strict=True):
                     counts[_hashable(row)] += d
             self._builtin_rows[b.id] = counts
+        self._builtin_generation = -1
         await self.catalog_changed()
 
     async def catalog_changed(self) -> None:
-        """Bring every builtin relation up to date with the catalog (one group commit)."""
+        """Bring every builtin relation up to date with the catalog (one group commit).
+        Concurrent callers share one pass: a pass over a snapshot at least as new as the
+        catalog was when a caller changed it covers that caller."""
+        wanted = self.catalog.generation
         async with self._builtin_lock:
+            settled = not self.catalog.in_transaction  # inside one, the snapshot has uncommitted changes
+            if settled and self._builtin_generation >= wanted:
+                return
             snapshot = self.catalog.snapshot()
+            if settled:
+                self._builtin_generation = snapshot.generation
             updates: dict[str, pa.Table] = {}
             for b in BUILTIN_TABLES:
                 if b.runtime:
@@ -241,7 +252,9 @@ class Coordinator(api.Coordinator):
     async def replace_builtin_rows(self, builtin: BuiltinTable, old: list[Any], new: list[Any]) -> None:
         """Retract `old` rows of one builtin relation and insert `new` ones, without
         recomputing it from the catalog (a batch of hold advances touches a few rows of
-        mz_holds among thousands). The catalog must already hold what `new` says."""
+        mz_holds among thousands). The catalog must already hold what `new` says. Returns
+        once the append is queued: reads of the relation wait for it (`builtin_writes_settled`),
+        so a session reads what it just changed without every ADVANCE waiting for a shard commit."""
         async with self._builtin_lock:
             counts = self._builtin_rows.setdefault(builtin.id, collections.Counter())
             diff: collections.Counter[tuple[Any, ...]] = collections.Counter()
@@ -258,7 +271,16 @@ class Coordinator(api.Coordinator):
                     del counts[r]
             # enqueued in order under the lock; committed by the storage controller's next group commit
             done = asyncio.ensure_future(self.storage.append({builtin.id: builtin_updates(builtin, rows)}))
-        await done
+            done.add_done_callback(_log_failed_builtin_write)
+            self._builtin_appends[builtin.id] = done
+
+    async def builtin_writes_settled(self, ids: Iterable[str]) -> None:
+        """Wait for the queued appends to these builtin relations (a read of mz_holds right
+        after ALTER HOLD ... ADVANCE sees the advance)."""
+        for sid in ids:
+            pending = self._builtin_appends.get(sid)
+            if pending is not None and not pending.done():
+                await asyncio.wait([pending])
 
     def _restart_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
@@ -467,6 +489,11 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
     except ValueError:
         return host == "localhost"
+
+
+def _log_failed_builtin_write(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("an append to a builtin relation failed: %s", done.exception())
 
 
 def _hashable(row: Any) -> tuple[Any, ...]:

@@ -23,6 +23,7 @@ from weir.catalog.builtins import by_name, hold_row
 from weir.catalog.model import HOLD, INDEX, MATERIALIZED_VIEW, SOURCE, TABLE, VIEW, Item, kind_label
 from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError
+from weir.http import metrics
 from weir.sql import statements as st
 
 if TYPE_CHECKING:
@@ -78,8 +79,6 @@ class Holds:
         self._pending: dict[str, tuple[dict[str, Any], list[asyncio.Future[None]]]] = {}
         self._batcher: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
-        self.batches = 0  # committed batches of advances (bench/holds.py reports the mean size)
-        self.advances = 0
 
     def _shards(self, hold: Item) -> list[str]:
         return sorted({sid for oid in hold.dependencies for sid in storage_ids(self.coord, self.coord.catalog.get_item(oid))})
@@ -166,8 +165,8 @@ class Holds:
             if int(d["at"]) > rh.ts:
                 rh.move_to(int(d["at"]))
             self.definitions[h] = d
-        self.batches += 1
-        self.advances += len(live)
+        metrics.HOLD_ADVANCE_BATCHES.inc()
+        metrics.HOLD_ADVANCES.inc(len(live))
         databases = {i.schema_id: cat.get_schema_by_id(i.schema_id).database_id for i in after}
         await self.coord.replace_builtin_rows(
             HOLDS_RELATION, [hold_row(replace(i, definition=old[i.id]), databases[i.schema_id]) for i in after],

@@ -188,6 +188,7 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
             pass
     assert plan.spark is not None  # planned for Spark unless the coordinator's answer is known
     inputs = plan.spark.inputs
+    await coord.builtin_writes_settled(inputs)
     session.lifecycle("optimization-finished")
     if as_of is None and not for_write and plan.fast_path is not None:
         fast = await _fast_path(session, plan.fast_path, params, plan.param_types, inputs, tag_prefix)

@@ -30,6 +30,9 @@ STATEMENT_LOG_THROTTLED = Counter(
     "weir_statement_logging_throttled", "Sampled executions dropped by statement_logging_target_data_rate")
 STATEMENT_LOG_DROPPED = Counter(
     "weir_statement_logging_dropped", "Statement log records dropped because the buffer was full")
+HOLD_ADVANCES = Counter("weir_hold_advances_total", "Hold advances made durable (ALTER HOLD ... ADVANCE and MAX LAG)")
+HOLD_ADVANCE_BATCHES = Counter("weir_hold_advance_batches_total",
+                               "Catalog transactions that committed hold advances (advances / batches = batch size)")
 REPLICAS_ONLINE = Gauge("weir_replicas_online", "Replica processes connected and heartbeating")
 
 
