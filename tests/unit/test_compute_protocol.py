@@ -193,6 +193,10 @@ class _FakeSparkError(Exception):
     ("AMBIGUOUS_REFERENCE", "42704", {"name": "`id`"}, "42702",
      'column reference "id" is ambiguous'),
     ("SOME_NEW_THING", "42K99", {}, "42000", "Something new"),
+    ("COLLECTION_SIZE_LIMIT_EXCEEDED.PARAMETER", "54000",
+     {"numberOfElements": "9223372036854775807", "maxRoundedArrayLength": "2147483632",
+      "parameter": "`count`", "functionName": "`sequence`"}, "54000",
+     "cannot build a series or array of 9223372036854775807 elements: the limit is 2147483632"),
 ])
 def test_translate_conditions(condition: str, state: str, params: dict[str, str],
                               sqlstate: str, message: str) -> None:

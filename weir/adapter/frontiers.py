@@ -32,7 +32,7 @@ def _table(names: list[str], types: list[pa.DataType], changes: list[tuple[Row, 
     return pa.table(data)
 
 
-def _diff(old: dict[Any, Row], new: dict[Any, Row]) -> list[tuple[Row, int]]:
+def diff_rows(old: dict[Any, Row], new: dict[Any, Row]) -> list[tuple[Row, int]]:
     out: list[tuple[Row, int]] = []
     for key, row in old.items():
         if new.get(key) != row:
@@ -83,7 +83,7 @@ async def watch(coord: Coordinator) -> None:
                 # an index: readable from where its inputs are held, written up to its furthest replica
                 f_new[(dataflow_id,)] = (dataflow_id, hold.ts, max(per_replica.values()))
         updates = {}
-        f_changes, r_changes = _diff(f_old, f_new), _diff(r_old, r_new)
+        f_changes, r_changes = diff_rows(f_old, f_new), diff_rows(r_old, r_new)
         if f_changes:
             updates[FRONTIERS.id] = _table(f_names, f_types, f_changes)
         if r_changes:

@@ -76,9 +76,10 @@ class Holds:
         self.coord = coord
         self.read_holds: dict[str, Any] = {}  # hold id -> storage ReadHold
         self.definitions: dict[str, dict[str, Any]] = {}  # hold id -> its catalog definition
+        self.objects: dict[str, list[str]] = {}  # hold id -> the ids of the objects it holds
         self._pending: dict[str, tuple[dict[str, Any], list[asyncio.Future[None]]]] = {}
         self._batcher: asyncio.Task[None] | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     def _shards(self, hold: Item) -> list[str]:
         return sorted({sid for oid in hold.dependencies for sid in storage_ids(self.coord, self.coord.catalog.get_item(oid))})
@@ -95,20 +96,26 @@ class Holds:
                 at = since
             self.read_holds[hold.id] = storage.acquire_read_hold(shards, at)
             self.definitions[hold.id] = dict(hold.definition, at=at)
+            self.objects[hold.id] = list(hold.dependencies)
 
     def add(self, hold: Item, read_hold: Any) -> None:
         self.read_holds[hold.id] = read_hold
         self.definitions[hold.id] = dict(hold.definition)
+        self.objects[hold.id] = list(hold.dependencies)
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._enforce_max_lag(), name="hold-max-lag")
+        from weir.adapter import hold_lag
+
+        self._tasks = [asyncio.create_task(self._enforce_max_lag(), name="hold-max-lag"),
+                       asyncio.create_task(hold_lag.watch(self.coord), name="hold-retained-bytes")]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
 
     def release(self, hold_id: str) -> None:
         self.definitions.pop(hold_id, None)
+        self.objects.pop(hold_id, None)
         rh = self.read_holds.pop(hold_id, None)
         if rh is not None:
             rh.release()

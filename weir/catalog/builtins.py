@@ -348,6 +348,11 @@ BUILTINS: tuple[BuiltinTable, ...] = (
         ("last_auto_advanced_at", TIMESTAMPTZ)), _holds, frozenset({"database_id", "last_auto_advanced_at"})),
     BuiltinTable(MZ_CATALOG, "mz_hold_objects", "s117", 16417, _t(
         ("hold_id", TEXT), ("on_id", TEXT)), _hold_objects),
+    # how far each hold trails its objects' write frontiers, how much MAX LAG is left, and
+    # what it keeps from compaction, measured from the held shards' files (weir.adapter.hold_lag)
+    BuiltinTable(MZ_INTERNAL, "mz_hold_lag", "s222", 16522, _t(
+        ("hold_id", TEXT), ("object_id", TEXT), ("write_frontier", MZ_TIMESTAMP), ("lag", INTERVAL),
+        ("headroom", INTERVAL), ("retained_bytes", INT8)), _runtime, runtime=True),
     BuiltinTable(MZ_INTERNAL, "mz_history_retention_strategies", "s221", 16521, _t(
         ("id", TEXT), ("strategy", TEXT), ("value", BY_NAME["jsonb"])), _history_retention),
     BuiltinTable(MZ_INTERNAL, "mz_object_dependencies", "s200", 16500, _t(

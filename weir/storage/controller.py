@@ -230,6 +230,15 @@ class StorageController:
         c = self.collections[shard_id]
         return await self._read(c.shard.snapshot, as_of)
 
+    async def file_times(self, shard_id: str) -> list[tuple[int, int, int]]:
+        """Each data file's time range and size (weir.storage.persist.Shard.file_times)."""
+        return await self._read(self.collections[shard_id].shard.file_times)
+
+    def natural_since(self, shard_id: str) -> int:
+        """Where since would be with no read hold: the compaction window behind upper."""
+        c = self.collections[shard_id]
+        return max(c.since, c.upper - c.window_ms)
+
     # ---- writes ----------------------------------------------------------------
     async def append(self, updates: dict[str, pa.Table]) -> int:
         """Group-commit `updates` (shard id -> data columns + mz_diff) at the next write

@@ -432,6 +432,23 @@ class Shard:
                 retractions = True  # or multiplicities: either way the reader must consolidate
         return ScanPlan(files, retractions, self.arrow_schema, f, snap.snapshot_id, rows)
 
+    def file_times(self) -> list[tuple[int, int, int]]:
+        """(least mz_timestamp, greatest mz_timestamp, bytes) of each live data file, from
+        Iceberg's statistics: what a hold keeps from compaction is measured from these."""
+        with self._lock:
+            self._refresh()
+            table = self._table
+        snap = table.current_snapshot()
+        if snap is None:
+            return []
+        out = []
+        for task in table.scan(snapshot_id=snap.snapshot_id).plan_files():
+            df = task.file
+            lo, hi = (df.lower_bounds or {}).get(self._time_id), (df.upper_bounds or {}).get(self._time_id)
+            if lo is not None and hi is not None:
+                out.append((from_bytes(LongType(), lo), from_bytes(LongType(), hi), df.file_size_in_bytes))
+        return out
+
     def _scan(self, table: Table, lower: int | None, upper: int) -> pa.Table:
         snap = table.current_snapshot()
         if snap is None:

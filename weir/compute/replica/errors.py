@@ -129,6 +129,9 @@ _CONDITIONS: dict[str, tuple[str, _Builder | None]] = {
     "SPARK_JOB_CANCELLED": (SqlState.QUERY_CANCELED, lambda p: "canceling statement due to user request"),
     "FAILED_READ_FILE": (SqlState.IO_ERROR, None),
     "UNSUPPORTED_FEATURE": (SqlState.FEATURE_NOT_SUPPORTED, None),
+    "COLLECTION_SIZE_LIMIT_EXCEEDED": (SqlState.PROGRAM_LIMIT_EXCEEDED, lambda p: (
+        f"cannot build a series or array of {p.get('numberOfElements') or 'that many'} elements: "
+        f"the limit is {p.get('maxRoundedArrayLength') or 2147483632}")),
 }
 
 # Conditions whose PostgreSQL-style message drops something Spark's text tells.

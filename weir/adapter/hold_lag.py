@@ -1,0 +1,90 @@
+"""mz_internal.mz_hold_lag (issue 11, part 7): per hold and held object, the object's
+write frontier, how far the hold trails it, how much of MAX LAG is left, and what the hold
+keeps from compaction, measured: the bytes of the object's data files whose updates all
+lie after the hold's time and at or before where its since would be without holds (the
+write frontier minus the compaction window), the history compaction would otherwise have
+folded into one snapshot. An index's figures are those of the collections it reads (where
+weir keeps an index's history, weir.adapter.holds). Refreshed every INTERVAL_S: a pass
+appends the rows that changed."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from weir.adapter.frontiers import diff_rows
+from weir.catalog.builtins import by_name
+
+if TYPE_CHECKING:
+    from weir.adapter.coordinator import Coordinator
+
+log = logging.getLogger(__name__)
+
+HOLD_LAG = by_name("mz_internal", "mz_hold_lag")
+INTERVAL_S = 2.0
+_NAMES = ["hold_id", "object_id", "write_frontier", "lag", "headroom", "retained_bytes"]
+
+
+def retained(files: list[tuple[int, int, int]], at: int, natural_since: int) -> int:
+    """Bytes of the files whose updates are all in (at, natural_since]."""
+    return sum(size for lo, hi, size in files if lo > at and hi <= natural_since)
+
+
+async def measure(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
+    """(hold id, object id) -> its row, for every hold now."""
+    from weir.adapter.holds import storage_ids
+
+    storage, holds = coord.storage, coord.holds
+    shards_of: dict[str, list[str]] = {}
+    files: dict[str, list[tuple[int, int, int]]] = {}
+    rows: dict[Any, tuple[Any, ...]] = {}
+    for hold_id, definition in list(holds.definitions.items()):
+        at, max_lag = int(definition["at"]), int(definition["max_lag_ms"])
+        for oid in holds.objects.get(hold_id, ()):
+            if oid not in shards_of:
+                try:
+                    shards_of[oid] = [s for s in storage_ids(coord, coord.catalog.get_item(oid))
+                                      if s in storage.collections]
+                except Exception:  # noqa: BLE001 - dropped meanwhile: its hold goes with it
+                    shards_of[oid] = []
+            shards = shards_of[oid]
+            if not shards:
+                continue
+            total = 0
+            for sid in shards:
+                if sid not in files:
+                    files[sid] = await storage.file_times(sid)
+                total += retained(files[sid], at, storage.natural_since(sid))
+            upper = min(storage.frontiers(sid)[1] for sid in shards)
+            lag = max(0, upper - at)
+            rows[(hold_id, oid)] = (hold_id, oid, upper, timedelta(milliseconds=lag),
+                                    timedelta(milliseconds=max_lag - lag), total)
+    return rows
+
+
+async def watch(coord: Coordinator) -> None:
+    from weir.adapter.coordinator import builtin_updates
+
+    assert HOLD_LAG is not None
+    old: dict[Any, tuple[Any, ...]] = {}
+    try:  # what an earlier run left: retracted as the first change
+        since, upper = coord.storage.frontiers(HOLD_LAG.id)
+        snap = await coord.storage.snapshot(HOLD_LAG.id, max(since, min(coord.oracle.read_ts(), upper - 1)))
+        for r in snap.to_pylist():
+            old[(r["hold_id"], r["object_id"])] = tuple(r[n] for n in _NAMES)
+    except Exception:  # noqa: BLE001 - nothing to retract on a first start
+        old = {}
+    while True:
+        await asyncio.sleep(INTERVAL_S)
+        try:
+            new = await measure(coord)
+            changes = diff_rows(old, new)
+            if changes:
+                await coord.storage.append({HOLD_LAG.id: builtin_updates(HOLD_LAG, changes)})
+            old = new
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - retried on the next pass
+            log.warning("recording mz_hold_lag failed", exc_info=True)
