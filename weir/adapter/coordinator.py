@@ -31,6 +31,9 @@ from weir.sql import statements as st
 
 log = logging.getLogger(__name__)
 
+BUILTIN_BY_ID = {b.id: b for b in BUILTIN_TABLES}
+BUILTIN_FLUSH_S = 0.05  # incremental builtin changes wait at most this long to share one append
+
 
 @dataclass
 class ServerConfig:
@@ -60,7 +63,12 @@ class Coordinator(api.Coordinator):
         self._builtin_rows: dict[str, collections.Counter[tuple[Any, ...]]] = {}
         self._builtin_lock = asyncio.Lock()
         self._builtin_generation = -1  # the catalog generation the builtin relations show
-        self._builtin_appends: dict[str, asyncio.Future[int]] = {}  # latest queued incremental append
+        self._builtin_queued: dict[str, collections.Counter[tuple[Any, ...]]] = {}  # incremental changes not yet appended
+        self._builtin_flush: asyncio.Task[None] | None = None
+        self._builtin_seq = 0  # incremental changes queued so far
+        self._builtin_done = 0  # of those, how many are appended (or failed)
+        self._builtin_progress = asyncio.Condition()
+        self._builtin_tail: asyncio.Task[None] | None = None  # marks the latest builtin append done
         self._system_vars: dict[str, str] | None = None
         self.system_var_version = 0  # bumped by ALTER SYSTEM (caches of derived values key on it)
         self._status_task: asyncio.Task[None] | None = None
@@ -246,41 +254,92 @@ class Coordinator(api.Coordinator):
                 if rows:
                     updates[b.id] = builtin_updates(b, rows)
                 self._builtin_rows[b.id] = new
-            if updates:
-                await self.storage.append(updates)
+            queued, taken = self._take_queued_builtin_rows()
+            for bid, table in queued.items():  # one append with the queued changes: never reordered
+                updates[bid] = pa.concat_tables([updates[bid], table]) if bid in updates else table
+            done, finished = self._append_builtins(updates, taken)
+        await finished
+        if done is not None and done.exception() is not None:
+            raise done.exception()
 
     async def replace_builtin_rows(self, builtin: BuiltinTable, old: list[Any], new: list[Any]) -> None:
         """Retract `old` rows of one builtin relation and insert `new` ones, without
         recomputing it from the catalog (a batch of hold advances touches a few rows of
         mz_holds among thousands). The catalog must already hold what `new` says. Returns
-        once the append is queued: reads of the relation wait for it (`builtin_writes_settled`),
-        so a session reads what it just changed without every ADVANCE waiting for a shard commit."""
+        once the change is queued: queued changes are appended together every
+        BUILTIN_FLUSH_S (one shard commit for many batches of advances), and reads of
+        builtin relations wait for what was queued before them (`builtin_writes_settled`),
+        so a session reads what it changed."""
         async with self._builtin_lock:
             counts = self._builtin_rows.setdefault(builtin.id, collections.Counter())
-            diff: collections.Counter[tuple[Any, ...]] = collections.Counter()
+            queued = self._builtin_queued.setdefault(builtin.id, collections.Counter())
             for row in old:
-                diff[_hashable(row)] -= 1
+                counts[_hashable(row)] -= 1
+                queued[_hashable(row)] -= 1
             for row in new:
-                diff[_hashable(row)] += 1
-            rows = [(r, d) for r, d in diff.items() if d != 0]
-            if not rows:
-                return
-            counts.update(dict(rows))
+                counts[_hashable(row)] += 1
+                queued[_hashable(row)] += 1
+            self._builtin_seq += 1
+            if self._builtin_flush is None or self._builtin_flush.done():
+                self._builtin_flush = asyncio.create_task(self._flush_builtin_rows(), name="builtin-flush")
+
+    async def _flush_builtin_rows(self) -> None:
+        while self._builtin_queued:
+            await asyncio.sleep(BUILTIN_FLUSH_S)
+            async with self._builtin_lock:
+                if not self._builtin_queued:
+                    break  # a catalog_changed pass took them
+                updates, taken = self._take_queued_builtin_rows()
+                _, finished = self._append_builtins(updates, taken)
+            await finished
+
+    def _take_queued_builtin_rows(self) -> tuple[dict[str, pa.Table], int]:
+        """The queued incremental changes as appends, and the sequence number they cover
+        (the caller holds the builtin lock)."""
+        updates = {}
+        for bid, queued in self._builtin_queued.items():
+            rows = [(r, d) for r, d in queued.items() if d != 0]
+            if rows:
+                updates[bid] = builtin_updates(BUILTIN_BY_ID[bid], rows)
+            counts = self._builtin_rows.get(bid, collections.Counter())
             for r, _ in rows:
-                if counts[r] == 0:
+                if counts.get(r) == 0:
                     del counts[r]
-            # enqueued in order under the lock; committed by the storage controller's next group commit
-            done = asyncio.ensure_future(self.storage.append({builtin.id: builtin_updates(builtin, rows)}))
-            done.add_done_callback(_log_failed_builtin_write)
-            self._builtin_appends[builtin.id] = done
+        self._builtin_queued = {}
+        return updates, self._builtin_seq
+
+    def _append_builtins(self, updates: dict[str, pa.Table], taken: int
+                         ) -> tuple[asyncio.Future[int] | None, asyncio.Task[None]]:
+        """Start an append to builtin relations (under the builtin lock, so appends keep the
+        order of the changes) and a task that, once it and every earlier one are done,
+        marks the changes up to `taken` appended for builtin_writes_settled."""
+        done = asyncio.ensure_future(self.storage.append(updates)) if updates else None
+        before = self._builtin_tail
+
+        async def finished() -> None:
+            try:
+                if before is not None:
+                    await asyncio.wait([before])
+                if done is not None:
+                    await asyncio.wait([done])
+                    if done.exception() is not None:  # recomputed from the catalog at the next restart
+                        log.error("an append to a builtin relation failed: %s", done.exception())
+            finally:
+                async with self._builtin_progress:
+                    self._builtin_done = max(self._builtin_done, taken)
+                    self._builtin_progress.notify_all()
+
+        self._builtin_tail = asyncio.create_task(finished(), name="builtin-appended")
+        return done, self._builtin_tail
 
     async def builtin_writes_settled(self, ids: Iterable[str]) -> None:
-        """Wait for the queued appends to these builtin relations (a read of mz_holds right
-        after ALTER HOLD ... ADVANCE sees the advance)."""
-        for sid in ids:
-            pending = self._builtin_appends.get(sid)
-            if pending is not None and not pending.done():
-                await asyncio.wait([pending])
+        """Wait until every change queued to builtin relations before now is appended (a
+        read of mz_holds right after ALTER HOLD ... ADVANCE sees the advance)."""
+        target = self._builtin_seq
+        if self._builtin_done >= target or not any(sid in BUILTIN_BY_ID for sid in ids):
+            return
+        async with self._builtin_progress:
+            await self._builtin_progress.wait_for(lambda: self._builtin_done >= target)
 
     def _restart_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
@@ -489,11 +548,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
     except ValueError:
         return host == "localhost"
-
-
-def _log_failed_builtin_write(done: asyncio.Future[Any]) -> None:
-    if not done.cancelled() and done.exception() is not None:
-        log.error("an append to a builtin relation failed: %s", done.exception())
 
 
 def _hashable(row: Any) -> tuple[Any, ...]:

@@ -77,6 +77,8 @@ class Holds:
         self.read_holds: dict[str, Any] = {}  # hold id -> storage ReadHold
         self.definitions: dict[str, dict[str, Any]] = {}  # hold id -> its catalog definition
         self.objects: dict[str, list[str]] = {}  # hold id -> the ids of the objects it holds
+        self.names: dict[tuple[str, str], str] = {}  # (schema id, name) -> hold id: ADVANCE finds holds here
+        self._name_of: dict[str, tuple[str, str]] = {}
         self._pending: dict[str, tuple[dict[str, Any], list[asyncio.Future[None]]]] = {}
         self._batcher: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -97,11 +99,19 @@ class Holds:
             self.read_holds[hold.id] = storage.acquire_read_hold(shards, at)
             self.definitions[hold.id] = dict(hold.definition, at=at)
             self.objects[hold.id] = list(hold.dependencies)
+            self.named(hold.id, hold.schema_id, hold.name)
 
     def add(self, hold: Item, read_hold: Any) -> None:
         self.read_holds[hold.id] = read_hold
         self.definitions[hold.id] = dict(hold.definition)
         self.objects[hold.id] = list(hold.dependencies)
+        self.named(hold.id, hold.schema_id, hold.name)
+
+    def named(self, hold_id: str, schema_id: str, name: str) -> None:
+        """Index a hold under its (new) name."""
+        self.names.pop(self._name_of.get(hold_id, ("", "")), None)
+        self._name_of[hold_id] = (schema_id, name)
+        self.names[(schema_id, name)] = hold_id
 
     def start(self) -> None:
         from weir.adapter import hold_lag
@@ -116,6 +126,7 @@ class Holds:
     def release(self, hold_id: str) -> None:
         self.definitions.pop(hold_id, None)
         self.objects.pop(hold_id, None)
+        self.names.pop(self._name_of.pop(hold_id, ("", "")), None)
         rh = self.read_holds.pop(hold_id, None)
         if rh is not None:
             rh.release()
@@ -174,7 +185,7 @@ class Holds:
             self.definitions[h] = d
         metrics.HOLD_ADVANCE_BATCHES.inc()
         metrics.HOLD_ADVANCES.inc(len(live))
-        databases = {i.schema_id: cat.get_schema_by_id(i.schema_id).database_id for i in after}
+        databases = {sid: cat.get_schema_by_id(sid).database_id for sid in {i.schema_id for i in after}}
         await self.coord.replace_builtin_rows(
             HOLDS_RELATION, [hold_row(replace(i, definition=old[i.id]), databases[i.schema_id]) for i in after],
             [hold_row(i, databases[i.schema_id]) for i in after])
@@ -212,23 +223,28 @@ def _eval_time(session: Session, expr: Any) -> int:
     return eval_as_of(session, expr)
 
 
-def find(session: Session, parts: list[str], *, missing_ok: bool = False) -> Item | None:
+def find_id(session: Session, parts: list[str], *, missing_ok: bool = False) -> str | None:
+    """The id of the hold a (possibly qualified) name means, from the holds' name index."""
     coord = session.coord
+    names = coord.holds.names
     if len(parts) == 1:
         db = coord.lookup_database(session.database)
         for name in session.search_path:
             schema = coord.catalog.find_schema(db.id, name)
-            item = coord.catalog.find_item(schema.id, parts[0]) if schema is not None else None
-            if item is not None and item.kind == HOLD:
-                return item
+            if schema is not None and (schema.id, parts[0]) in names:
+                return names[(schema.id, parts[0])]
     else:
         schema = coord.lookup_schema(parts[0] if len(parts) == 3 else session.database, parts[-2])
-        item = coord.catalog.find_item(schema.id, parts[-1])
-        if item is not None and item.kind == HOLD:
-            return item
+        if (schema.id, parts[-1]) in names:
+            return names[(schema.id, parts[-1])]
     if missing_ok:
         return None
     raise WeirError(SqlState.UNDEFINED_OBJECT, f'unknown hold "{".".join(parts)}"')
+
+
+def find(session: Session, parts: list[str], *, missing_ok: bool = False) -> Item | None:
+    hold_id = find_id(session, parts, missing_ok=missing_ok)
+    return None if hold_id is None else session.coord.catalog.get_item(hold_id)
 
 
 def _check_time(coord: Coordinator, objects: list[Item], t: int, verb: str) -> None:
@@ -314,15 +330,16 @@ async def create(session: Session, stmt: st.CreateHold) -> api.Command:
 
 async def alter(session: Session, stmt: st.AlterHold) -> api.Command:
     coord = session.coord
-    hold = find(session, stmt.name)
-    assert hold is not None
+    hold_id = find_id(session, stmt.name)
+    assert hold_id is not None
     if stmt.action == "rename":
         assert stmt.new_name is not None
-        coord.catalog.alter_item(hold.id, name=stmt.new_name)
+        hold = coord.catalog.alter_item(hold_id, name=stmt.new_name)
+        coord.holds.named(hold_id, hold.schema_id, hold.name)
         await coord.catalog_changed()
         return api.Command("ALTER HOLD")
-    rh = coord.holds.read_holds[hold.id]
-    at = int(coord.holds.definitions[hold.id]["at"])
+    rh = coord.holds.read_holds[hold_id]
+    at = int(coord.holds.definitions[hold_id]["at"])
     if stmt.to is not None:
         t = _eval_time(session, stmt.to)
     else:  # the objects' read frontier without this hold: what their other holds and windows allow
@@ -330,8 +347,8 @@ async def alter(session: Session, stmt: st.AlterHold) -> api.Command:
         t = max(at, min(storage.collections[s].upper - storage.collections[s].window_ms for s in rh.shard_ids)
                 if rh.shard_ids else at)
         t = max(t, max((storage.frontiers(s)[0] for s in rh.shard_ids), default=t))
-    _check_shards(coord, rh.shard_ids, t, "advance the hold", hold.dependencies)
-    await coord.holds.advance(hold.id, {"at": t})
+    _check_shards(coord, rh.shard_ids, t, "advance the hold", coord.holds.objects[hold_id])
+    await coord.holds.advance(hold_id, {"at": t})
     return api.Command("ALTER HOLD")
 
 
