@@ -335,6 +335,10 @@ class Coordinator(api.Coordinator):
     async def builtin_writes_settled(self, ids: Iterable[str]) -> None:
         """Wait until every change queued to builtin relations before now is appended (a
         read of mz_holds right after ALTER HOLD ... ADVANCE sees the advance)."""
+        from weir.adapter.hold_lag import HOLD_LAG
+
+        if HOLD_LAG is not None and HOLD_LAG.id in ids:
+            await self.holds.lag.refresh()
         target = self._builtin_seq
         if self._builtin_done >= target or not any(sid in BUILTIN_BY_ID for sid in ids):
             return

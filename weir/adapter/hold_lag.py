@@ -4,8 +4,8 @@ keeps from compaction, measured: the bytes of the object's data files whose upda
 lie after the hold's time and at or before where its since would be without holds (the
 write frontier minus the compaction window), the history compaction would otherwise have
 folded into one snapshot. An index's figures are those of the collections it reads (where
-weir keeps an index's history, weir.adapter.holds). Refreshed every INTERVAL_S: a pass
-appends the rows that changed."""
+weir keeps an index's history, weir.adapter.holds). Refreshed every INTERVAL_S and before
+every read of it: a pass appends the rows that changed."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOLD_LAG = by_name("mz_internal", "mz_hold_lag")
-INTERVAL_S = 2.0
+INTERVAL_S = 10.0
 _NAMES = ["hold_id", "object_id", "write_frontier", "lag", "headroom", "retained_bytes"]
 
 
@@ -64,27 +64,49 @@ async def measure(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
     return rows
 
 
-async def watch(coord: Coordinator) -> None:
-    from weir.adapter.coordinator import builtin_updates
+class HoldLag:
+    """Keeps mz_hold_lag current: refreshed every INTERVAL_S and before every read of it
+    (lag changes with every tick of every held object, so it is written when it matters
+    rather than every tick for every hold)."""
 
-    assert HOLD_LAG is not None
-    old: dict[Any, tuple[Any, ...]] = {}
-    try:  # what an earlier run left: retracted as the first change
-        since, upper = coord.storage.frontiers(HOLD_LAG.id)
-        snap = await coord.storage.snapshot(HOLD_LAG.id, max(since, min(coord.oracle.read_ts(), upper - 1)))
-        for r in snap.to_pylist():
-            old[(r["hold_id"], r["object_id"])] = tuple(r[n] for n in _NAMES)
-    except Exception:  # noqa: BLE001 - nothing to retract on a first start
-        old = {}
-    while True:
-        await asyncio.sleep(INTERVAL_S)
+    def __init__(self, coord: Coordinator) -> None:
+        self.coord = coord
+        self._old: dict[Any, tuple[Any, ...]] | None = None
+        self._lock = asyncio.Lock()
+
+    async def _load(self) -> dict[Any, tuple[Any, ...]]:
+        """What an earlier run left in the relation: retracted by the first refresh."""
+        assert HOLD_LAG is not None
+        old: dict[Any, tuple[Any, ...]] = {}
         try:
-            new = await measure(coord)
-            changes = diff_rows(old, new)
+            since, upper = self.coord.storage.frontiers(HOLD_LAG.id)
+            snap = await self.coord.storage.snapshot(
+                HOLD_LAG.id, max(since, min(self.coord.oracle.read_ts(), upper - 1)))
+            for r in snap.to_pylist():
+                old[(r["hold_id"], r["object_id"])] = tuple(r[n] for n in _NAMES)
+        except Exception:  # noqa: BLE001 - nothing to retract on a first start
+            pass
+        return old
+
+    async def refresh(self) -> None:
+        from weir.adapter.coordinator import builtin_updates
+
+        assert HOLD_LAG is not None
+        async with self._lock:
+            if self._old is None:
+                self._old = await self._load()
+            new = await measure(self.coord)
+            changes = diff_rows(self._old, new)
             if changes:
-                await coord.storage.append({HOLD_LAG.id: builtin_updates(HOLD_LAG, changes)})
-            old = new
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - retried on the next pass
-            log.warning("recording mz_hold_lag failed", exc_info=True)
+                await self.coord.storage.append({HOLD_LAG.id: builtin_updates(HOLD_LAG, changes)})
+            self._old = new
+
+    async def watch(self) -> None:
+        while True:
+            await asyncio.sleep(INTERVAL_S)
+            try:
+                await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - retried on the next pass
+                log.warning("recording mz_hold_lag failed", exc_info=True)

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from weir.adapter import api
+from weir.adapter.hold_lag import HoldLag
 from weir.catalog.builtins import by_name, hold_row
 from weir.catalog.model import HOLD, INDEX, MATERIALIZED_VIEW, SOURCE, TABLE, VIEW, Item, kind_label
 from weir.codec import interval as cinterval
@@ -82,6 +83,7 @@ class Holds:
         self._pending: dict[str, tuple[dict[str, Any], list[asyncio.Future[None]]]] = {}
         self._batcher: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self.lag = HoldLag(coord)  # mz_internal.mz_hold_lag
 
     def _shards(self, hold: Item) -> list[str]:
         return sorted({sid for oid in hold.dependencies for sid in storage_ids(self.coord, self.coord.catalog.get_item(oid))})
@@ -114,10 +116,8 @@ class Holds:
         self.names[(schema_id, name)] = hold_id
 
     def start(self) -> None:
-        from weir.adapter import hold_lag
-
         self._tasks = [asyncio.create_task(self._enforce_max_lag(), name="hold-max-lag"),
-                       asyncio.create_task(hold_lag.watch(self.coord), name="hold-retained-bytes")]
+                       asyncio.create_task(self.lag.watch(), name="hold-lag")]
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -140,7 +140,8 @@ class Holds:
 
     async def advance(self, hold_id: str, changes: dict[str, Any]) -> None:
         """Move a hold: `changes` (at, and for MAX LAG its counters) join the next batch;
-        returns once they are durable and visible in mz_holds."""
+        returns once they are durable in the catalog (mz_holds follows, and reads of it wait
+        for it: Coordinator.builtin_writes_settled)."""
         rh = self.read_holds[hold_id]
         if int(changes["at"]) < rh.ts:  # back first, alone (raises if no other hold kept that history)
             rh.move_to(int(changes["at"]))
