@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from weir.adapter import api
+from weir.adapter.builtin_tables import BuiltinWriter
 from weir.adapter.oracle import TimestampOracle
 from weir.adapter.resolver import CatalogResolver
 from weir.adapter.session import Session
@@ -30,9 +31,6 @@ from weir.sql import parse as sqlparse
 from weir.sql import statements as st
 
 log = logging.getLogger(__name__)
-
-BUILTIN_BY_ID = {b.id: b for b in BUILTIN_TABLES}
-BUILTIN_FLUSH_S = 0.05  # incremental builtin changes wait at most this long to share one append
 
 
 @dataclass
@@ -60,15 +58,7 @@ class Coordinator(api.Coordinator):
         self.sessions: dict[int, Session] = {}
         self._conn_ids = itertools.count(1)
         self._table_locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
-        self._builtin_rows: dict[str, collections.Counter[tuple[Any, ...]]] = {}
-        self._builtin_lock = asyncio.Lock()
-        self._builtin_generation = -1  # the catalog generation the builtin relations show
-        self._builtin_queued: dict[str, collections.Counter[tuple[Any, ...]]] = {}  # incremental changes not yet appended
-        self._builtin_flush: asyncio.Task[None] | None = None
-        self._builtin_seq = 0  # incremental changes queued so far
-        self._builtin_done = 0  # of those, how many are appended (or failed)
-        self._builtin_progress = asyncio.Condition()
-        self._builtin_tail: asyncio.Task[None] | None = None  # marks the latest builtin append done
+        self.builtins = BuiltinWriter(self)
         self._system_vars: dict[str, str] | None = None
         self.system_var_version = 0  # bumped by ALTER SYSTEM (caches of derived values key on it)
         self._status_task: asyncio.Task[None] | None = None
@@ -140,7 +130,7 @@ class Coordinator(api.Coordinator):
         self.holds.load()
         self.storage.start()
         self.holds.start()
-        await self._open_builtins()
+        await self.builtins.open()
         await self.statement_log.recover()
         self.statement_log.start()
         from weir.adapter.sources import start_runner
@@ -210,140 +200,19 @@ class Coordinator(api.Coordinator):
                 log.info("dropping orphaned shard %s (its DDL never committed)", sid)
                 await loop.run_in_executor(None, store.drop_shard, sid)
 
-    # ---- builtin relations -----------------------------------------------------------
-    async def _open_builtins(self) -> None:
-        ts = self.oracle.read_ts()
-        for b in BUILTIN_TABLES:
-            since, upper = self.storage.frontiers(b.id)
-            as_of = max(min(ts, upper - 1), since)
-            table = await self.storage.snapshot(b.id, as_of)
-            counts: collections.Counter[tuple[Any, ...]] = collections.Counter()
-            names = [name for name, _ in b.columns]
-            if table.num_rows:
-                cols_py = [table.column(n).to_pylist() for n in names]
-                diffs = table.column("mz_diff").to_pylist()
-                for row, d in zip(zip(*cols_py, strict=True), diffs, strict=True):
-                    counts[_hashable(row)] += d
-            self._builtin_rows[b.id] = counts
-        self._builtin_generation = -1
-        await self.catalog_changed()
-
+    # ---- builtin relations (weir.adapter.builtin_tables) ------------------------------
     async def catalog_changed(self) -> None:
-        """Bring every builtin relation up to date with the catalog (one group commit).
-        Concurrent callers share one pass: a pass over a snapshot at least as new as the
-        catalog was when a caller changed it covers that caller."""
-        wanted = self.catalog.generation
-        async with self._builtin_lock:
-            settled = not self.catalog.in_transaction  # inside one, the snapshot has uncommitted changes
-            if settled and self._builtin_generation >= wanted:
-                return
-            snapshot = self.catalog.snapshot()
-            if settled:
-                self._builtin_generation = snapshot.generation
-            updates: dict[str, pa.Table] = {}
-            for b in BUILTIN_TABLES:
-                if b.runtime:
-                    continue
-                new = collections.Counter(_hashable(r) for r in b.rows(snapshot))
-                old = self._builtin_rows.get(b.id, collections.Counter())
-                if new == old:
-                    continue
-                diff = collections.Counter(new)
-                diff.subtract(old)
-                rows = [(r, d) for r, d in diff.items() if d != 0]
-                if rows:
-                    updates[b.id] = builtin_updates(b, rows)
-                self._builtin_rows[b.id] = new
-            queued, taken = self._take_queued_builtin_rows()
-            for bid, table in queued.items():  # one append with the queued changes: never reordered
-                updates[bid] = pa.concat_tables([updates[bid], table]) if bid in updates else table
-            done, finished = self._append_builtins(updates, taken)
-        await finished
-        if done is not None and done.exception() is not None:
-            raise done.exception()
+        await self.builtins.catalog_changed()
 
     async def replace_builtin_rows(self, builtin: BuiltinTable, old: list[Any], new: list[Any]) -> None:
-        """Retract `old` rows of one builtin relation and insert `new` ones, without
-        recomputing it from the catalog (a batch of hold advances touches a few rows of
-        mz_holds among thousands). The catalog must already hold what `new` says. Returns
-        once the change is queued: queued changes are appended together every
-        BUILTIN_FLUSH_S (one shard commit for many batches of advances), and reads of
-        builtin relations wait for what was queued before them (`builtin_writes_settled`),
-        so a session reads what it changed."""
-        async with self._builtin_lock:
-            counts = self._builtin_rows.setdefault(builtin.id, collections.Counter())
-            queued = self._builtin_queued.setdefault(builtin.id, collections.Counter())
-            for row in old:
-                counts[_hashable(row)] -= 1
-                queued[_hashable(row)] -= 1
-            for row in new:
-                counts[_hashable(row)] += 1
-                queued[_hashable(row)] += 1
-            self._builtin_seq += 1
-            if self._builtin_flush is None or self._builtin_flush.done():
-                self._builtin_flush = asyncio.create_task(self._flush_builtin_rows(), name="builtin-flush")
-
-    async def _flush_builtin_rows(self) -> None:
-        while self._builtin_queued:
-            await asyncio.sleep(BUILTIN_FLUSH_S)
-            async with self._builtin_lock:
-                if not self._builtin_queued:
-                    break  # a catalog_changed pass took them
-                updates, taken = self._take_queued_builtin_rows()
-                _, finished = self._append_builtins(updates, taken)
-            await finished
-
-    def _take_queued_builtin_rows(self) -> tuple[dict[str, pa.Table], int]:
-        """The queued incremental changes as appends, and the sequence number they cover
-        (the caller holds the builtin lock)."""
-        updates = {}
-        for bid, queued in self._builtin_queued.items():
-            rows = [(r, d) for r, d in queued.items() if d != 0]
-            if rows:
-                updates[bid] = builtin_updates(BUILTIN_BY_ID[bid], rows)
-            counts = self._builtin_rows.get(bid, collections.Counter())
-            for r, _ in rows:
-                if counts.get(r) == 0:
-                    del counts[r]
-        self._builtin_queued = {}
-        return updates, self._builtin_seq
-
-    def _append_builtins(self, updates: dict[str, pa.Table], taken: int
-                         ) -> tuple[asyncio.Future[int] | None, asyncio.Task[None]]:
-        """Start an append to builtin relations (under the builtin lock, so appends keep the
-        order of the changes) and a task that, once it and every earlier one are done,
-        marks the changes up to `taken` appended for builtin_writes_settled."""
-        done = asyncio.ensure_future(self.storage.append(updates)) if updates else None
-        before = self._builtin_tail
-
-        async def finished() -> None:
-            try:
-                if before is not None:
-                    await asyncio.wait([before])
-                if done is not None:
-                    await asyncio.wait([done])
-                    if done.exception() is not None:  # recomputed from the catalog at the next restart
-                        log.error("an append to a builtin relation failed: %s", done.exception())
-            finally:
-                async with self._builtin_progress:
-                    self._builtin_done = max(self._builtin_done, taken)
-                    self._builtin_progress.notify_all()
-
-        self._builtin_tail = asyncio.create_task(finished(), name="builtin-appended")
-        return done, self._builtin_tail
+        await self.builtins.replace_rows(builtin, old, new)
 
     async def builtin_writes_settled(self, ids: Iterable[str]) -> None:
-        """Wait until every change queued to builtin relations before now is appended (a
-        read of mz_holds right after ALTER HOLD ... ADVANCE sees the advance)."""
         from weir.adapter.hold_lag import HOLD_LAG
 
         if HOLD_LAG is not None and HOLD_LAG.id in ids:
             await self.holds.lag.refresh()
-        target = self._builtin_seq
-        if self._builtin_done >= target or not any(sid in BUILTIN_BY_ID for sid in ids):
-            return
-        async with self._builtin_progress:
-            await self._builtin_progress.wait_for(lambda: self._builtin_done >= target)
+        await self.builtins.writes_settled(ids)
 
     def _restart_done(self, task: asyncio.Task[None]) -> None:
         self._background.discard(task)
@@ -552,19 +421,3 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.split("%")[0]).is_loopback
     except ValueError:
         return host == "localhost"
-
-
-def _hashable(row: Any) -> tuple[Any, ...]:
-    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
-
-
-def builtin_updates(b: BuiltinTable, rows: list[tuple[tuple[Any, ...], int]]) -> pa.Table:
-    arrays = {}
-    columns = list(zip(*(r for r, _ in rows), strict=True)) if rows else [()] * len(b.columns)
-    for (name, t), column in zip(b.columns, columns, strict=True):
-        vals = list(column)
-        if t.is_array:
-            vals = [list(v) if v is not None else None for v in vals]
-        arrays[name] = pa.array(vals, type=t.arrow)
-    arrays["mz_diff"] = pa.array([d for _, d in rows], pa.int64())
-    return pa.table(arrays)

@@ -89,7 +89,7 @@ class HoldLag:
         return old
 
     async def refresh(self) -> None:
-        from weir.adapter.coordinator import builtin_updates
+        from weir.adapter.builtin_tables import builtin_updates
 
         assert HOLD_LAG is not None
         async with self._lock:

@@ -289,7 +289,7 @@ class StatementLog:
 
     def _append_now(self, builtin_id: str, rows: list[tuple[Row, int]]) -> None:
         """Live-session changes go out at once (the storage controller batches them)."""
-        from weir.adapter.coordinator import builtin_updates
+        from weir.adapter.builtin_tables import builtin_updates
 
         try:
             table = builtin_updates(by_id(builtin_id), rows)
@@ -516,7 +516,7 @@ class StatementLog:
             fixes += [(row, -n), (tuple(done), n)]
         stale = [(row, -n) for row, n in await self._contents(LIVE_SESSIONS.id)]
         updates = {}
-        from weir.adapter.coordinator import builtin_updates
+        from weir.adapter.builtin_tables import builtin_updates
 
         if fixes:
             updates[EXECUTIONS.id] = builtin_updates(EXECUTIONS, fixes)
@@ -532,7 +532,7 @@ class StatementLog:
     async def apply_retention(self, max_age_ms: int) -> dict[str, int]:
         """Delete executions older than max_age, then the prepared statements and sessions
         nothing references any more."""
-        from weir.adapter.coordinator import builtin_updates
+        from weir.adapter.builtin_tables import builtin_updates
 
         self._last_retention = time.monotonic()
         await self.flush()  # what is about to be judged must be in storage
