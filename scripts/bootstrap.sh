@@ -17,8 +17,8 @@ if [ -z "$JAVA_MAJOR" ] || [ "$JAVA_MAJOR" -lt 17 ]; then
 fi
 
 PY="${PYTHON:-python3}"
-if [ ! -x "$VENV/bin/python" ]; then
-  "$PY" -m venv "$VENV"
+if [ ! -x "$VENV/bin/python" ] || [ ! -x "$VENV/bin/pip" ]; then
+  "$PY" -m venv "$VENV"  # also completes a .venv whose creation was interrupted
 fi
 STAMP="$VENV/.weir-installed${EXTRAS:+-$EXTRAS}"
 if [ ! -f "$STAMP" ] || [ "$ROOT/pyproject.toml" -nt "$STAMP" ]; then
