@@ -395,6 +395,7 @@ def test_lossless_subscribe_across_crashes(tmp_path: Path, java: None) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # 20 restarts of a server and its replica: ~300 s, more on a loaded machine
 def test_lossless_subscribe_20_kill_cycles(tmp_path: Path, java: None) -> None:
     _lossless(tmp_path, cycles=20)
 
