@@ -7,10 +7,16 @@ import pytest
 from tests.integration.server import WeirServer
 
 
+@pytest.hookimpl(trylast=True)  # after -k / -m deselection: only what will run counts
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    selected = {item.name for item in items}
     for item in items:
         if "integration" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+        covered = item.get_closest_marker("covered_by")
+        if covered is not None and covered.args[0] in selected:
+            # the slow test asserts the same, over more cycles: running both only costs time
+            item.add_marker(pytest.mark.skip(reason=f"{covered.args[0]} runs too and covers it"))
 
 
 @pytest.fixture(scope="session")

@@ -390,6 +390,7 @@ def _lossless(tmp_path: Path, cycles: int) -> None:
         srv.stop()
 
 
+@pytest.mark.covered_by("test_lossless_subscribe_20_kill_cycles")
 def test_lossless_subscribe_across_crashes(tmp_path: Path, java: None) -> None:
     _lossless(tmp_path, cycles=4)  # three of the server, one of the replica
 

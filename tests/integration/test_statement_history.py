@@ -187,7 +187,15 @@ def _sampled_set(srv: WeirServer, tag: str, n: int) -> set[int]:
         for i in range(n):
             c.execute(f"SELECT {i} AS {tag}")
     with srv.connect() as c:
-        time.sleep(FLUSH * 4)
+        # a marker logged after the batch: flushes are written in order, so once it is
+        # visible every sampled execution of the batch is (a fixed sleep was not enough
+        # on a loaded machine)
+        c.execute("SET statement_history_sample_rate = 1")
+        c.execute(f"SELECT 'done' AS {tag}_done")
+        marker = ("SELECT 1 FROM mz_internal.mz_statement_execution_history e "
+                  "JOIN mz_internal.mz_prepared_statement_history p ON e.prepared_statement_id = p.id "
+                  f"WHERE p.sql LIKE '% AS {tag}_done'")
+        assert _wait_rows(c, marker, 1, timeout=60), "the marker execution was never logged"
         rows = c.execute("SELECT p.sql, e.sample_rate FROM mz_internal.mz_statement_execution_history e "
                          "JOIN mz_internal.mz_prepared_statement_history p ON e.prepared_statement_id = p.id "
                          f"WHERE p.sql LIKE '% AS {tag}'").fetchall()

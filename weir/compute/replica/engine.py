@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from weir.codec import spark_udfs
+from weir.compute.replica import class_archive
 from weir.compute.sizes import ReplicaSize
 from weir.errors import SqlState, WeirError
 from weir.types import PgType, parse_type
@@ -59,8 +60,13 @@ def query_expr(ref: str, t: PgType, depth: int = 0) -> str:
     return ref
 
 
-def spark_conf(size: ReplicaSize, config: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Session settings: UTC, ANSI errors, Arrow results, a UI on a free port."""
+def spark_conf(size: ReplicaSize, config: Mapping[str, Any] | None = None, *,
+               archive: bool = True) -> dict[str, str]:
+    """Session settings: UTC, ANSI errors, Arrow results, a UI on a free port, the
+    class archive (weir.compute.replica.class_archive) when there is one."""
+    java = "-XX:+ExitOnOutOfMemoryError"
+    if archive and (shared := class_archive.java_options()):
+        java += " " + shared
     conf = {
         "spark.master": size.master,
         "spark.app.name": "weir-replica",
@@ -74,7 +80,7 @@ def spark_conf(size: ReplicaSize, config: Mapping[str, Any] | None = None) -> di
         "spark.ui.port": "0",
         "spark.ui.showConsoleProgress": "false",
         # A JVM out of memory is unusable: let it die so the replica restarts (oom-killed).
-        "spark.driver.extraJavaOptions": "-XX:+ExitOnOutOfMemoryError",
+        "spark.driver.extraJavaOptions": java,
         "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), f"weir-spark-{os.getpid()}"),
     }
     if size.is_local:

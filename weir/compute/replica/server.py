@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow as pa
 
 from weir.compute import protocol as P
+from weir.compute.replica import class_archive
 from weir.compute.replica.dataflow_manager import DataflowManager
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import error_fields, translate
@@ -380,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"weir replica: {e}", file=sys.stderr)
         return 2
     engine = SparkEngine(size, config)
+    class_archive.build_in_background()  # the next start of a replica is twice as fast
     replica = Replica(args.replica_id, size, engine, args.incarnation,
                       peek_threads=int(config.get("peek_threads", 4)))
     try:
