@@ -152,6 +152,7 @@ def _dump(tmp: Path) -> None:
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     t0 = time.monotonic()
     made = build(nice="--nice" in sys.argv)
     if made is not None:
