@@ -211,6 +211,26 @@ def test_numeric_output_is_materializes(server: WeirServer) -> None:
             assert tuple(map(str, c.fetchone())) == ("1.5", "12.50", "3.501")
 
 
+def test_unconstrained_numeric_is_stored_as_documented(server: WeirServer) -> None:
+    """Stored unconstrained numeric is rounded to 10 fractional digits like results are
+    (README "numeric"); what it cannot hold is a clear error, never "internal error"."""
+    with server.connect() as w:
+        w.execute("CREATE TABLE sem_ns (n numeric)")
+        w.execute("INSERT INTO sem_ns VALUES (1.23456789012345), (-0.00000000005)")
+        w.execute("INSERT INTO sem_ns SELECT 2.00000000004999")
+        with w.cursor(binary=False) as c:
+            got = sorted(r[0] for r in c.execute("SELECT n::text FROM sem_ns").fetchall())
+        assert got == ["-0.0000000001", "1.2345678901", "2"]
+        for value, state in (("1e30", "22003"), ("'NaN'", "0A000"), ("'-Infinity'", "0A000")):
+            with pytest.raises(psycopg.Error) as e:
+                w.execute(f"INSERT INTO sem_ns VALUES ({value})")
+            assert e.value.sqlstate == state and "internal" not in str(e.value), (value, e.value)
+        with pytest.raises(psycopg.Error) as e:
+            w.execute("UPDATE sem_ns SET n = n * 1e28")
+        assert e.value.sqlstate == "22003"
+        assert w.execute("SELECT count(*) FROM sem_ns").fetchone() == (3,)  # nothing half-written
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT power(f::numeric, 2) FROM sem_t",  # numeric power: Spark has it only in doubles
     "SELECT x * INTERVAL '1 hour' FROM sem_t",

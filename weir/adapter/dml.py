@@ -3,6 +3,7 @@ the storage controller's group commit at the oracle's write timestamp."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -11,6 +12,7 @@ from sqlglot import exp
 
 from weir import codec
 from weir.adapter import api, planning, query
+from weir.codec import numeric as cnum
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 from weir.sql.render import bind_params
@@ -73,7 +75,13 @@ def _show(v: Any) -> str:
 def _updates(desc: RelationDesc, rows: list[list[Any]], diff: int) -> pa.Table:
     arrays = {}
     for i, c in enumerate(desc.columns):
-        arrays[c.name] = pa.array([r[i] for r in rows], type=c.type.arrow)
+        values = [r[i] for r in rows]
+        if pa.types.is_decimal(c.type.arrow) and c.type.precision is None:
+            arrow = c.type.arrow
+            values = [v if v is None else cnum.numeric_stored(
+                v if isinstance(v, Decimal) else cnum.numeric_from_number(v), arrow.precision, arrow.scale)
+                for v in values]
+        arrays[c.name] = pa.array(values, type=c.type.arrow)
     arrays["mz_diff"] = pa.array([diff] * len(rows), pa.int64())
     return pa.table(arrays)
 

@@ -331,6 +331,22 @@ def numeric_typmod(d: Decimal, precision: int, scale: int) -> Decimal:
     return r.copy_abs() if not r else r
 
 
+def numeric_stored(d: Decimal, precision: int = 38, scale: int = 10) -> Decimal:
+    """An unconstrained numeric value as weir stores it (Spark's DECIMAL(38,10), README
+    "numeric"): rounded half away from zero to 10 fractional digits, as results are;
+    more than 28 integer digits, NaN and infinities are errors, never Arrow's."""
+    if not d.is_finite():
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        f"weir's numeric cannot store {numeric_out(d)}",
+                        hint="NaN and Infinity are values of double precision in weir")
+    try:
+        return numeric_typmod(d, precision, scale)
+    except WeirError as e:
+        raise _err(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow",
+                   f"weir's unconstrained numeric holds at most {precision - scale} digits before "
+                   f"the decimal point (and rounds to {scale} after it).") from e
+
+
 def numeric_send(v: Decimal) -> bytes:
     if not isinstance(v, Decimal):
         v = numeric_from_number(v)
