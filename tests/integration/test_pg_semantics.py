@@ -211,19 +211,22 @@ def test_numeric_output_is_materializes(server: WeirServer) -> None:
             assert tuple(map(str, c.fetchone())) == ("1.5", "12.50", "3.501")
 
 
-def test_unconstrained_numeric_is_stored_as_documented(server: WeirServer) -> None:
-    """Stored unconstrained numeric is rounded to 10 fractional digits like results are
-    (README "numeric"); what it cannot hold is a clear error, never "internal error"."""
+def test_unconstrained_numeric_is_stored_exactly_or_refused(server: WeirServer) -> None:
+    """Unconstrained numeric holds 10 fractional and 28 integer digits (README "numeric"):
+    a value it cannot hold exactly is refused with a clear error (it was "internal error"),
+    never rounded; numeric(p,s) rounds as PostgreSQL does."""
     with server.connect() as w:
-        w.execute("CREATE TABLE sem_ns (n numeric)")
-        w.execute("INSERT INTO sem_ns VALUES (1.23456789012345), (-0.00000000005)")
-        w.execute("INSERT INTO sem_ns SELECT 2.00000000004999")
+        w.execute("CREATE TABLE sem_ns (n numeric, m numeric(30, 14))")
+        w.execute("INSERT INTO sem_ns VALUES (1.2345678901, 1.23456789012345), (-0.0000000005, 0)")
+        w.execute("INSERT INTO sem_ns SELECT 2.50000000000000, 1.234567890123456")
         with w.cursor(binary=False) as c:
-            got = sorted(r[0] for r in c.execute("SELECT n::text FROM sem_ns").fetchall())
-        assert got == ["-0.0000000001", "1.2345678901", "2"]
-        for value, state in (("1e30", "22003"), ("'NaN'", "0A000"), ("'-Infinity'", "0A000")):
+            got = sorted(c.execute("SELECT n::text, m::text FROM sem_ns").fetchall())
+        assert got == [("-0.0000000005", "0.00000000000000"), ("1.2345678901", "1.23456789012345"),
+                       ("2.5", "1.23456789012346")]
+        for value, state in (("1.23456789012345", "22003"), ("1e30", "22003"), ("'NaN'", "0A000"),
+                             ("'-Infinity'", "0A000")):
             with pytest.raises(psycopg.Error) as e:
-                w.execute(f"INSERT INTO sem_ns VALUES ({value})")
+                w.execute(f"INSERT INTO sem_ns VALUES ({value}, 0)")
             assert e.value.sqlstate == state and "internal" not in str(e.value), (value, e.value)
         with pytest.raises(psycopg.Error) as e:
             w.execute("UPDATE sem_ns SET n = n * 1e28")

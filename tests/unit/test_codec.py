@@ -490,14 +490,15 @@ def test_coerce_mismatch_names_column() -> None:
     assert info.value.hint == "You will need to rewrite or cast the expression."
 
 
-def test_unconstrained_numeric_storage_rounds_and_refuses() -> None:
+def test_unconstrained_numeric_storage_is_exact_or_refused() -> None:
     from weir.codec.numeric import numeric_stored
 
-    assert numeric_stored(Decimal("1.23456789012345")) == Decimal("1.2345678901")
-    assert numeric_stored(Decimal("-0.00000000005")) == Decimal("-0.0000000001")  # half away from 0
-    assert numeric_stored(Decimal("9" * 28 + ".00000000001")) == Decimal("9" * 28)
-    for bad, state in ((Decimal("1e28"), "22003"), (Decimal("NaN"), "0A000"),
-                       (Decimal("-Infinity"), "0A000")):
+    assert numeric_stored(Decimal("1.2345678901")) == Decimal("1.2345678901")
+    assert numeric_stored(Decimal("-0.00000000050000")) == Decimal("-0.0000000005")
+    assert numeric_stored(Decimal("9" * 28 + ".5")) == Decimal("9" * 28 + ".5")
+    assert numeric_stored(Decimal("1E+5")) == Decimal("100000")
+    for bad, state in ((Decimal("1.23456789012345"), "22003"), (Decimal("1e28"), "22003"),
+                       (Decimal("NaN"), "0A000"), (Decimal("-Infinity"), "0A000")):
         with pytest.raises(WeirError) as e:
             numeric_stored(bad)
         assert e.value.sqlstate == state

@@ -333,18 +333,28 @@ def numeric_typmod(d: Decimal, precision: int, scale: int) -> Decimal:
 
 def numeric_stored(d: Decimal, precision: int = 38, scale: int = 10) -> Decimal:
     """An unconstrained numeric value as weir stores it (Spark's DECIMAL(38,10), README
-    "numeric"): rounded half away from zero to 10 fractional digits, as results are;
-    more than 28 integer digits, NaN and infinities are errors, never Arrow's."""
+    "numeric"). A value it cannot hold exactly is refused, never rounded: PostgreSQL and
+    Materialize would keep every digit the user wrote. (numeric(p,s) columns round, as
+    PostgreSQL does: the user chose the scale.)"""
     if not d.is_finite():
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
                         f"weir's numeric cannot store {numeric_out(d)}",
                         hint="NaN and Infinity are values of double precision in weir")
+    exponent = d.normalize().as_tuple().exponent
+    assert isinstance(exponent, int)
+    if d and -exponent > scale:
+        raise WeirError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE,
+                        f"{numeric_out(d)} has more fractional digits than weir's numeric holds exactly",
+                        detail=f"weir's unconstrained numeric holds {scale} digits after the decimal "
+                               f"point and {precision - scale} before it.",
+                        hint=f"declare the column numeric(p, s) with the scale you need (s up to "
+                             f"{precision}), or round the value")
     try:
         return numeric_typmod(d, precision, scale)
     except WeirError as e:
         raise _err(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow",
                    f"weir's unconstrained numeric holds at most {precision - scale} digits before "
-                   f"the decimal point (and rounds to {scale} after it).") from e
+                   f"the decimal point and {scale} after it.") from e
 
 
 def numeric_send(v: Decimal) -> bytes:
