@@ -14,6 +14,7 @@ JDK, other jars), so a stale archive costs the speed-up, never correctness.
 
 `python -m weir.compute.replica.class_archive` makes it if missing (the test
 command runs this; a replica starts it in the background when it finds none).
+`WEIR_CLASS_ARCHIVE=off` turns it off (bench/replica_start.py compares the two).
 """
 
 from __future__ import annotations
@@ -56,12 +57,18 @@ def _installation_key() -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
+def _enabled() -> bool:
+    return os.environ.get("WEIR_CLASS_ARCHIVE", "on").lower() not in ("off", "0", "false", "no")
+
+
 def archive_path() -> Path:
     return _cache_dir() / f"spark-classes-{_installation_key()}.jsa"
 
 
 def java_options() -> str:
     """Options that map the archive, or "" when there is none yet."""
+    if not _enabled():
+        return ""
     try:
         path = archive_path()
     except Exception:  # noqa: BLE001 - no archive is only slower
@@ -72,7 +79,7 @@ def java_options() -> str:
 def build_in_background() -> None:
     """Start making the archive in a separate, low-priority process (returns at once)."""
     try:
-        if archive_path().exists():
+        if not _enabled() or archive_path().exists():
             return
         subprocess.Popen([sys.executable, "-m", __name__, "--nice"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -124,24 +131,18 @@ def build(nice: bool = False) -> Path | None:
 
 
 def _dump(tmp: Path) -> None:
-    from pyspark.sql import SparkSession
-
-    from weir.compute.replica.engine import spark_conf
+    from weir.compute.replica.engine import jvm_process, spark_conf, spark_session
     from weir.compute.sizes import DEFAULT_SIZES
 
     conf = spark_conf(DEFAULT_SIZES["1"], archive=False)
     conf["spark.driver.extraJavaOptions"] += f" -XX:ArchiveClassesAtExit={tmp} {_QUIET}"
     conf["spark.app.name"] = "weir-class-archive"
-    builder = SparkSession.builder
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    proc = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]
+    spark = spark_session(conf)
+    proc = jvm_process(spark)
     try:
         _exercise(spark)
     finally:
         spark.stop()
-        spark.sparkContext._gateway.shutdown()  # type: ignore[attr-defined]
         if proc is not None:
             with contextlib.suppress(Exception):
                 proc.stdin.close()  # the JVM exits when its stdin closes, writing the archive

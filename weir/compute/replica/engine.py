@@ -105,18 +105,29 @@ def _is_gateway_failure(exc: BaseException) -> bool:
     return False
 
 
+def spark_session(conf: Mapping[str, str]) -> Any:
+    """The process's SparkSession (the engine's; the class archive's training run)."""
+    from pyspark.sql import SparkSession
+
+    # Python UDFs (weir.codec.spark_udfs) run in workers of this interpreter, which has weir
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def jvm_process(spark: Any) -> Any:
+    """The Spark driver JVM's process (a Popen) when PySpark launched it, else None
+    (PySpark has no public handle on it)."""
+    return getattr(getattr(spark.sparkContext, "_gateway", None), "proc", None)
+
+
 class SparkEngine:
     """One SparkSession and the operations the compute protocol asks of it."""
 
     def __init__(self, size: ReplicaSize, config: Mapping[str, Any] | None = None) -> None:
-        from pyspark.sql import SparkSession
-
-        # Python UDFs (weir.codec.spark_udfs) run in workers of this interpreter, which has weir
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        builder = SparkSession.builder
-        for key, value in spark_conf(size, config).items():
-            builder = builder.config(key, value)
-        self.spark = builder.getOrCreate()
+        self.spark = spark_session(spark_conf(size, config))
         self.sc = self.spark.sparkContext
         from pyspark.sql.functions import udf
 
@@ -150,7 +161,7 @@ class SparkEngine:
 
     def jvm_exit_code(self) -> int | None:
         """The Spark driver JVM's exit code once it has died (e.g. out of memory), else None."""
-        proc = getattr(getattr(self.sc, "_gateway", None), "proc", None)
+        proc = jvm_process(self.spark)
         return proc.poll() if proc is not None else None
 
     def stop(self) -> None:
