@@ -65,6 +65,28 @@ def test_history_is_bounded(arr: Arrangement) -> None:
     assert not arr.wait_for(10**15, 0.01)
 
 
+def test_history_is_kept_from_the_since(arr: Arrangement) -> None:
+    """A held index (AllowCompaction at the hold's time) answers reads from there on, however
+    far behind its upper, and reports what that costs; advancing the since frees it."""
+    arr.allow_compaction(100)
+    arr.apply(_updates([(5, "e", D("5.00"))], [200], [1]), 201)
+    arr.apply(_updates([(5, "e", D("5.00")), (1, "a", D("1.50"))], [300, 300], [-1, -1]), 301)
+    arr.advance(300 + 5 * RETAIN_MS)
+    assert len(arr.history) == 3 and arr.history_bytes > 0 and arr.held_bytes() == arr.history_bytes
+    assert arr.rows_at(100, [(1,)]) == [(1, "a", D("1.50"))]
+    assert arr.rows_at(250, [(5,)]) == [(5, "e", D("5.00"))]
+    assert arr.rows_at(300, [(5,), (1,)]) == []
+    arr.allow_compaction(250)  # the hold advanced: what only it kept goes
+    assert len(arr.history) == 2
+    with pytest.raises(NotFastPath):
+        arr.rows_at(150, None)
+    assert arr.rows_at(250, [(5,)]) == [(5, "e", D("5.00"))]
+    arr.allow_compaction(10**15)  # released: back to the last RETAIN_MS
+    assert not arr.history and arr.history_bytes == 0 and arr.held_bytes() == 0
+    arr.apply(_updates([(6, "f", D("6.00"))], [arr.upper], [1]), arr.upper + 1)
+    assert arr.held_bytes() == 0 < arr.history_bytes  # recent history is not held
+
+
 def _run(arr: Arrangement, body: dict, ts: int = 100) -> list[dict]:
     fp = FastPath({"timestamp": ts, **body}, arr.schema)
     return fp.run(arr.rows_at(ts, fp.keys(arr))).to_pylist()

@@ -66,6 +66,8 @@ class Coordinator(api.Coordinator):
         self.source_runners: dict[str, Any] = {}
         self.dataflow_holds: dict[str, Any] = {}
         self.index_cache: dict[str, Any] = {}  # indexes by (on, cluster), per catalog generation
+        self.index_sinces: dict[str, int] = {}  # index id -> the since its replicas were allowed
+        self.index_as_ofs: dict[str, int] = {}  # index id -> the time its dataflow hydrated at
         self.lookup_cache: dict[Any, Any] = {}  # name -> relation, per catalog generation
         self._background: set[asyncio.Task[None]] = set()
         self.plan_cache: dict[Any, Any] = {}  # see weir.adapter.planning
@@ -221,12 +223,14 @@ class Coordinator(api.Coordinator):
 
     def _announce_frontiers(self, ts: int) -> None:
         """Every tick: replicas learn the uppers of the collections the coordinator writes,
-        and the inputs of materialized views may compact up to the views' frontiers."""
-        from weir.adapter import mviews
+        the inputs of materialized views may compact up to the views' frontiers, and
+        indexes learn how much history to keep."""
+        from weir.adapter import indexes, mviews
 
         uppers = {sid: c.upper for sid, c in self.storage.collections.items() if not c.external}
         self.compute.update_input_frontiers(uppers)
         mviews.advance_holds(self)
+        indexes.allow_compaction(self)
 
     async def _watch_replica_statuses(self) -> None:
         """Record replica status changes in mz_cluster_replica_statuses (current) and

@@ -4,8 +4,10 @@ keeps from compaction, measured: the bytes of the object's data files whose upda
 lie after the hold's time and at or before where its since would be without holds (the
 write frontier minus the compaction window), the history compaction would otherwise have
 folded into one snapshot. An index's figures are those of the collections it reads (where
-weir keeps an index's history, weir.adapter.holds). Refreshed every INTERVAL_S and before
-every read of it: a pass appends the rows that changed."""
+weir keeps an index's history too, weir.adapter.holds) plus, for the hold that sets the
+index's since, the memory its replicas report for the arrangement's history beyond the
+last 10 s (the most any replica holds). Refreshed every INTERVAL_S and before every read
+of it: a pass appends the rows that changed."""
 
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ async def measure(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
     shards_of: dict[str, list[str]] = {}
     files: dict[str, list[tuple[int, int, int]]] = {}
     rows: dict[Any, tuple[Any, ...]] = {}
+    statuses = coord.compute.dataflow_statuses()
     for hold_id, definition in list(holds.definitions.items()):
         at, max_lag = int(definition["at"]), int(definition["max_lag_ms"])
         for oid in holds.objects.get(hold_id, ()):
@@ -57,6 +60,8 @@ async def measure(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
                 if sid not in files:
                     files[sid] = await storage.file_times(sid)
                 total += retained(files[sid], at, storage.natural_since(sid))
+            if oid in statuses and at <= coord.index_sinces.get(oid, at):  # this hold sets its since
+                total += max(int(st.get("held_bytes") or 0) for st in statuses[oid].values())
             upper = min(storage.frontiers(sid)[1] for sid in shards)
             lag = max(0, upper - at)
             rows[(hold_id, oid)] = (hold_id, oid, upper, timedelta(milliseconds=lag),

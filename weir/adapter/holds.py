@@ -6,9 +6,10 @@ A hold is a catalog item (kind 'hold') whose dependencies are its objects (so dr
 one needs CASCADE, which drops the hold) and whose definition keeps its time (`at`), its
 MAX LAG and its automatic advances. The coordinator keeps one storage read hold per HOLD,
 taken for every hold in the catalog before the storage controller moves any since after
-a restart. A hold on an index holds the storage collections the index reads (weir keeps
-an index's history in storage, not in the arrangement: a read AS OF a held time runs on
-Spark over the held inputs)."""
+a restart. A hold on an index keeps the index's history twice: in its arrangement, whose
+since follows the holds on it (weir.adapter.indexes.allow_compaction), so reads AS OF a
+held time are answered from replica memory; and in the storage collections it reads,
+so such a read still has an answer (a Spark job) while a restarted replica rebuilds it."""
 
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ class Holds:
         self.read_holds: dict[str, Any] = {}  # hold id -> storage ReadHold
         self.definitions: dict[str, dict[str, Any]] = {}  # hold id -> its catalog definition
         self.objects: dict[str, list[str]] = {}  # hold id -> the ids of the objects it holds
+        self.on_object: dict[str, set[str]] = {}  # object id -> the holds on it
         self.names: dict[tuple[str, str], str] = {}  # (schema id, name) -> hold id: ADVANCE finds holds here
         self._name_of: dict[str, tuple[str, str]] = {}
         self._pending: dict[str, tuple[dict[str, Any], list[asyncio.Future[None]]]] = {}
@@ -100,14 +102,24 @@ class Holds:
                 at = since
             self.read_holds[hold.id] = storage.acquire_read_hold(shards, at)
             self.definitions[hold.id] = dict(hold.definition, at=at)
-            self.objects[hold.id] = list(hold.dependencies)
+            self._objects(hold.id, list(hold.dependencies))
             self.named(hold.id, hold.schema_id, hold.name)
 
     def add(self, hold: Item, read_hold: Any) -> None:
         self.read_holds[hold.id] = read_hold
         self.definitions[hold.id] = dict(hold.definition)
-        self.objects[hold.id] = list(hold.dependencies)
+        self._objects(hold.id, list(hold.dependencies))
         self.named(hold.id, hold.schema_id, hold.name)
+
+    def _objects(self, hold_id: str, object_ids: list[str]) -> None:
+        self.objects[hold_id] = object_ids
+        for oid in object_ids:
+            self.on_object.setdefault(oid, set()).add(hold_id)
+
+    def least_time_on(self, object_id: str) -> int | None:
+        """The earliest time a hold on this object keeps (None: no hold on it)."""
+        return min((int(self.definitions[h]["at"]) for h in self.on_object.get(object_id, ())
+                    if h in self.definitions), default=None)
 
     def named(self, hold_id: str, schema_id: str, name: str) -> None:
         """Index a hold under its (new) name."""
@@ -125,7 +137,12 @@ class Holds:
 
     def release(self, hold_id: str) -> None:
         self.definitions.pop(hold_id, None)
-        self.objects.pop(hold_id, None)
+        for oid in self.objects.pop(hold_id, []):
+            held = self.on_object.get(oid)
+            if held is not None:
+                held.discard(hold_id)
+                if not held:
+                    del self.on_object[oid]
         self.names.pop(self._name_of.pop(hold_id, ("", "")), None)
         rh = self.read_holds.pop(hold_id, None)
         if rh is not None:
@@ -278,8 +295,13 @@ def _check_shards(coord: Coordinator, shard_ids: list[str], t: int, verb: str, o
 
 
 def _default_time(coord: Coordinator, objects: list[Item]) -> int:
-    """The least time valid for every object: the greatest of their read frontiers."""
-    return max(coord.storage.frontiers(sid)[0] for obj in objects for sid in storage_ids(coord, obj))
+    """The least time valid for every object: the greatest of their read frontiers (an
+    index's own among them, so that its arrangement answers from the hold's time)."""
+    from weir.adapter.indexes import read_frontier
+
+    times = [coord.storage.frontiers(sid)[0] for obj in objects for sid in storage_ids(coord, obj)]
+    times += [t for o in objects if o.kind == INDEX and (t := read_frontier(coord, o.id)) is not None]
+    return max(times)
 
 
 async def create(session: Session, stmt: st.CreateHold) -> api.Command:

@@ -127,8 +127,10 @@ def export(item: Item) -> dict[str, Any]:
 
 async def install(coord: Coordinator, item: Item, as_of: int, hold: Any = None) -> None:
     """Install the index's dataflow on its cluster, holding its inputs at `as_of`."""
+    coord.index_as_ofs[item.id] = as_of
+    held = coord.holds.least_time_on(item.id)  # after a restart: the history its holds keep
     await mviews.install_dataflow(coord, item, as_of, hold, output_shard_id="", strategy="arrange",
-                                  index=export(item))
+                                  index=export(item), since=None if held is None else max(held, as_of))
 
 
 async def restart(coord: Coordinator, item: Item) -> None:
@@ -142,17 +144,66 @@ def write_frontier(coord: Coordinator, item_id: str) -> int | None:
     return max(frontiers.values(), default=None)
 
 
-def on_cluster(coord: Coordinator, on_id: str, cluster_id: str) -> list[Item]:
-    """The indexes on `on_id` installed on the cluster (cached per catalog generation)."""
+def _cached(coord: Coordinator) -> dict[str, Any]:
+    """Every index, and by (on, cluster), read once per catalog generation."""
     gen = coord.catalog.generation
     cache = coord.index_cache
     if cache.get("generation") != gen:
+        every = coord.catalog.list_items(INDEX)
         by_on: dict[tuple[str, str], list[Item]] = {}
-        for i in coord.catalog.list_items(INDEX):
+        for i in every:
             by_on.setdefault((i.definition.get("on_id", ""), i.cluster_id or ""), []).append(i)
         cache.clear()
-        cache.update({"generation": gen, "by_on": by_on})
-    return list(cache["by_on"].get((on_id, cluster_id), []))
+        cache.update({"generation": gen, "by_on": by_on, "all": every})
+    return cache
+
+
+def on_cluster(coord: Coordinator, on_id: str, cluster_id: str) -> list[Item]:
+    """The indexes on `on_id` installed on the cluster (cached per catalog generation)."""
+    return list(_cached(coord)["by_on"].get((on_id, cluster_id), []))
+
+
+def allow_compaction(coord: Coordinator) -> None:
+    """Each tick: how much history each index's arrangement keeps. Its since is the
+    earliest of its holds' times and its write frontier minus its compaction window
+    (RETAIN HISTORY, else the default). It only moves forward: reads at times before it
+    that a later hold keeps are answered by Spark over the inputs that hold keeps."""
+    from weir.storage.controller import COMPACTION_WINDOW_MS
+
+    sinces = coord.index_sinces
+    live = set()
+    for item in _cached(coord)["all"]:
+        live.add(item.id)
+        frontier = write_frontier(coord, item.id)
+        if not frontier:
+            continue  # not hydrated yet: it keeps what it hydrated at
+        since = frontier - int(item.definition.get("retain_history_ms") or COMPACTION_WINDOW_MS)
+        held = coord.holds.least_time_on(item.id)
+        if held is not None:
+            since = min(since, held)
+        since = max(since, 0)
+        if since > sinces.get(item.id, -1):
+            sinces[item.id] = since
+            coord.compute.allow_compaction(item.cluster_id or "", item.id, since)
+    for gone in set(sinces) - live:
+        del sinces[gone]
+    for gone in set(coord.index_as_ofs) - live:
+        del coord.index_as_ofs[gone]
+
+
+def read_frontier(coord: Coordinator, index_id: str) -> int | None:
+    """The earliest time the index answers reads at: the later of the time it hydrated at
+    and its since (None: not installed here)."""
+    as_of = coord.index_as_ofs.get(index_id)
+    if as_of is None:
+        return None
+    return max(as_of, coord.index_sinces.get(index_id, as_of))
+
+
+def readable_at(coord: Coordinator, index_id: str, ts: int) -> bool:
+    """Whether the index answers reads at `ts` (timestamp selection for AS OF)."""
+    frontier = read_frontier(coord, index_id)
+    return frontier is not None and frontier <= ts
 
 
 def read_through(session: Session, expr: exp.Expression) -> exp.Expression:

@@ -152,7 +152,7 @@ async def install(coord: Coordinator, item: Item, as_of: int, hold: Any = None) 
 
 async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any, *, output_shard_id: str,
                            strategy: str, index: dict[str, Any] | None = None,
-                           errors_shard_id: str | None = None) -> None:
+                           errors_shard_id: str | None = None, since: int | None = None) -> None:
     """Install the dataflow of a view or index on its cluster; its inputs stay held at
     `as_of` (then at its frontier, see advance_holds) until it is dropped."""
     d = item.definition
@@ -163,7 +163,7 @@ async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any
         await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"],
                                             output_shard_id, as_of, strategy, index=index,
                                             errors_shard_id=errors_shard_id,
-                                            thresholds_sql=d.get("thresholds_sql"))
+                                            thresholds_sql=d.get("thresholds_sql"), since=since)
     except BaseException:
         coord.dataflow_holds.pop(item.id, None)
         hold.release()

@@ -190,14 +190,12 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
     inputs = plan.spark.inputs
     await coord.builtin_writes_settled(inputs)
     session.lifecycle("optimization-finished")
-    if as_of is None and not for_write and plan.fast_path is not None:
-        fast = await _fast_path(session, plan.fast_path, params, plan.param_types, inputs, tag_prefix)
+    at = await timestamp_as_of(session, inputs, as_of) if as_of is not None else None
+    if not for_write and plan.fast_path is not None:
+        fast = await _fast_path(session, plan.fast_path, params, plan.param_types, inputs, tag_prefix, at)
         if fast is not None:
             return fast
-    if as_of is not None:
-        ts = await timestamp_as_of(session, inputs, as_of)
-    else:
-        ts = choose_timestamp(session, inputs, for_write=for_write)
+    ts = at if at is not None else choose_timestamp(session, inputs, for_write=for_write)
     hold = coord.storage.acquire_read_hold(list(inputs), ts)
     try:
         # strict serializable: a view maintained by a replica may trail the oracle; wait for it
@@ -208,7 +206,7 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
         cluster = coord.current_cluster(session)
         result = None
         spark = plan.spark
-        via = _hydrated_indexes(coord, plan) if as_of is None else {}
+        via = _hydrated_indexes(coord, plan, at)
         if via:  # read the views' arrangements instead of recomputing them
             try:
                 through = plan.through_indexes(coord.resolver(session), via)
@@ -235,12 +233,14 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
     return api.Rows(cols, _stream(session, result.batches, hold), tag_prefix)
 
 
-def _hydrated_indexes(coord: Any, plan: QueryPlan) -> dict[str, Any]:
-    """The views the query reads that have a hydrated index on the cluster: view id -> index."""
+def _hydrated_indexes(coord: Any, plan: QueryPlan, at: int | None) -> dict[str, Any]:
+    """The views the query reads that have a hydrated index on the cluster: view id -> index
+    (for a read AS OF `at`, one that keeps its history from `at` or earlier)."""
     out: dict[str, Any] = {}
     for view_id, found in plan.view_indexes.items():
         for idx in found:
-            if (indexes.write_frontier(coord, idx.id) or 0) > 0:
+            if (indexes.write_frontier(coord, idx.id) or 0) > 0 and (
+                    at is None or indexes.readable_at(coord, idx.id, at)):
                 out[view_id] = idx
                 break
     return out
@@ -270,13 +270,16 @@ def _ran(session: Session, strategy: str) -> None:
 
 async def _fast_path(session: Session, plan: fast_path.FastPathPlan, params: list[Any],
                      param_types: list[PgType], inputs: dict[str, RelationDesc],
-                     tag_prefix: str) -> api.Rows | None:
-    """Answer from an index's arrangement (no Spark job), or None to take the slow path."""
+                     tag_prefix: str, at: int | None) -> api.Rows | None:
+    """Answer from an index's arrangement (no Spark job), or None to take the slow path.
+    `at`: the time of a read AS OF, which only an index keeping history from then serves."""
     bound = fast_path.bind(plan, params, param_types)
     if bound is None:
         return None
     coord = session.coord
-    ts = choose_timestamp(session, inputs)
+    if at is not None and not indexes.readable_at(coord, bound.index.id, at):
+        return None
+    ts = at if at is not None else choose_timestamp(session, inputs)
     session.execution_timestamp = ts
     hold = coord.storage.acquire_read_hold(list(inputs), ts)
     try:

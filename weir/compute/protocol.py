@@ -66,7 +66,9 @@ Commands (controller -> replica)
   selects the times (column ``weir_flip``) at which its rows' comparisons with
   mz_now() flip (weir.compute.replica.temporal). Answered by ``DataflowCreated`` or, if
   the query cannot run, ``DataflowError{at: "create"}``. Idempotent for the
-  same definition (a controller replaying it after a reconnection).
+  same definition (a controller replaying it after a reconnection). ``since``
+  (optional): the AllowCompaction in force, so that an index keeps the history
+  it is asked for from its first step.
   ``output.errors_shard_id`` (optional): the view's errors shard
   (weir.storage.error_shards). With it, a *data* error of the query (SQLSTATE
   class 22 or P0, weir.errors.is_data_error) is not retried: the dataflow
@@ -79,8 +81,10 @@ Commands (controller -> replica)
 - ``DropDataflow{dataflow_id}``: stop it; answered by ``DataflowDropped``
   once its thread and Spark jobs have stopped (also for unknown ids).
 - ``AllowCompaction{dataflow_id, since}``: the controller will not need the
-  dataflow's results before ``since`` (recorded; the output shard's since is
-  the coordinator's to downgrade).
+  dataflow's results before ``since`` (monotonic). A materialized view records
+  it (the output shard's since is the coordinator's to downgrade); an index keeps
+  its arrangement's updates from ``since`` on (and at least its last 10 s), so
+  peeks read any time from there; a replayed index dataflow hydrates at ``since``.
 - ``UpdateInputFrontiers{uppers: {shard_id: upper}}``: the uppers of input
   shards as the coordinator knows them (ahead of the durable ones). A dataflow
   computes times below min over its inputs of max(announced, durable upper).
@@ -110,7 +114,11 @@ Responses (replica -> controller)
 - ``Status{replica_id, incarnation, heartbeat, time, pid, ui_url,
   active_peeks, dataflows, uptime_s}``: a heartbeat, once a second;
   ``dataflows`` maps each dataflow id to ``{write_frontier, strategy,
-  appended, lost, kept, followed, computed}`` (see weir.compute.replica.dataflow).
+  appended, lost, kept, followed, computed}`` (see weir.compute.replica.dataflow);
+  an index's adds ``history_bytes`` (memory of the updates its arrangement keeps
+  for reads before its upper), ``held_bytes`` (of those, the ones older than the
+  last 10 s: what only its since keeps), ``history_floor`` (the earliest time it reads) and
+  ``records`` (distinct rows).
 - ``Error{sqlstate, message, detail?, in_reply_to?}``: a command the replica
   could not understand or refuses.
 - ``DataflowCreated{dataflow_id, strategy, columns}``: the strategy it runs

@@ -355,16 +355,19 @@ class ComputeController:
     async def create_dataflow(self, cluster_id: str, dataflow_id: str, sql: str,
                               inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
                               strategy: str = "recompute", index: Mapping[str, Any] | None = None,
-                              errors_shard_id: str | None = None, thresholds_sql: str | None = None) -> str:
+                              errors_shard_id: str | None = None, thresholds_sql: str | None = None,
+                              since: int | None = None) -> str:
         """Install a materialized-view dataflow on every replica of the cluster, now and
         whenever one (re)connects. Returns once a replica accepted it, with the strategy it
         runs ("linear" falls back to "recompute" for non-linear queries); raises WeirError
         if the query cannot run. `inputs`: [{"name", "shard_id", "columns"?}]. An index passes
         `index` (its export: keys, columns, direct) and no output shard. A view passing
         `errors_shard_id` has its query's data errors recorded there instead of retried; one
-        with a temporal filter passes the query of its rows' flip times (`thresholds_sql`)."""
+        with a temporal filter passes the query of its rows' flip times (`thresholds_sql`).
+        `since`: a first AllowCompaction that travels with it (an index keeps history from
+        there from its first step)."""
         return await self._dataflows.create(cluster_id, dataflow_id, sql, inputs, output_shard_id,
-                                            as_of, strategy, index, errors_shard_id, thresholds_sql)
+                                            as_of, strategy, index, errors_shard_id, thresholds_sql, since)
 
     async def drop_dataflow(self, cluster_id: str, dataflow_id: str) -> None:
         """Uninstall it; returns once the connected replicas stopped it (or 30 s passed)."""
@@ -393,6 +396,17 @@ class ComputeController:
     def error_counts(self) -> dict[str, dict[str, int]]:
         """dataflow id -> replica id -> how many runtime errors its export holds now."""
         return {d: dict(df.error_counts) for d, df in self._dataflows.dataflows.items()}
+
+    def dataflow_statuses(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """dataflow id -> replica id -> what that replica's last heartbeat said of it
+        (protocol Status: counters; an index's history_bytes and history_floor)."""
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for rid, r in list(self.replicas.items()):
+            if r.conn is None or r.conn.closed:
+                continue  # a replica that is down keeps nothing
+            for did, st in (r.last_status.get("dataflows") or {}).items():
+                out.setdefault(did, {})[rid] = st
+        return out
 
     def dataflow_strategies(self) -> dict[str, dict[str, str]]:
         """dataflow id -> replica id -> the strategy it runs."""

@@ -57,8 +57,12 @@ class InstalledDataflow:
 
     def command(self) -> dict[str, Any]:
         """CreateDataflow, resuming from the furthest output upper seen (the replica reads
-        the output shard from there instead of recomputing from the original as_of)."""
-        as_of = max(self.as_of, self.since or 0, max(self.frontiers.values(), default=0) - 1)
+        the output shard from there instead of recomputing from the original as_of); an
+        index with a since, from its since."""
+        if self.index is not None and self.since is not None:
+            as_of = max(self.as_of, self.since)  # an index rebuilds the history it was asked to keep
+        else:
+            as_of = max(self.as_of, self.since or 0, max(self.frontiers.values(), default=0) - 1)
         output: dict[str, Any] = {"index": self.index} if self.index is not None else \
             {"shard_id": self.output_shard_id}
         if self.errors_shard_id is not None:
@@ -67,6 +71,8 @@ class InstalledDataflow:
                    "inputs": self.inputs, "output": output, "as_of": as_of, "strategy": self.strategy}
         if self.thresholds_sql is not None:
             command["thresholds_sql"] = self.thresholds_sql
+        if self.since is not None:
+            command["since"] = self.since
         return command
 
 
@@ -158,14 +164,15 @@ class DataflowControl:
     async def create(self, cluster_id: str, dataflow_id: str, sql: str,
                      inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
                      strategy: str, index: Mapping[str, Any] | None = None,
-                     errors_shard_id: str | None = None, thresholds_sql: str | None = None) -> str:
+                     errors_shard_id: str | None = None, thresholds_sql: str | None = None,
+                     since: int | None = None) -> str:
         if dataflow_id in self.dataflows:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
         conns = await self._ctl.ready_connections(cluster_id)
         df = InstalledDataflow(cluster_id, dataflow_id, sql, [dict(i) for i in inputs],
                                output_shard_id, int(as_of), strategy,
                                dict(index) if index is not None else None, errors_shard_id,
-                               thresholds_sql)
+                               thresholds_sql, since)
         df.created = asyncio.get_running_loop().create_future()
         self.dataflows[dataflow_id] = df
         command = df.command()

@@ -2,9 +2,11 @@
 
 An arrangement is the indexed collection's contents, consolidated, in replica
 memory: row -> multiplicity, bucketed by the index key so a lookup touches only
-its key's rows. It also keeps the updates of its last `RETAIN_MS` so a peek can
-read any time in [floor, upper) by rewinding them, as a peek at the strict-
-serializable timestamp usually trails the arrangement's upper by a little.
+its key's rows. It also keeps the updates after its `since` (AllowCompaction: the
+coordinator's holds on the index, or its RETAIN HISTORY), and at least those of the last
+`RETAIN_MS`, so a peek can read any time in [floor, upper) by rewinding them: a peek at
+the strict-serializable timestamp usually trails the upper by a little, and a read AS OF
+a held time may be hours back. `history_bytes` is what that history costs in memory.
 
 A fast-path peek (`FastPath`) is a lookup on the key, a filter, a projection,
 ORDER BY and LIMIT/OFFSET, evaluated with pyarrow over the candidate rows: no
@@ -16,6 +18,7 @@ would raises `NotFastPath`, and the adapter then runs the query on Spark.
 from __future__ import annotations
 
 import decimal
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +45,12 @@ def _hashable(v: Any) -> Any:
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
 
 
+def _entry_bytes(row: Row) -> int:
+    """Memory of one history entry: its (time, row, diff) tuple and the row's values
+    (small ints and None are shared by the interpreter, counted anyway: an upper bound)."""
+    return 96 + sys.getsizeof(row) + sum(sys.getsizeof(v) for v in row)
+
+
 def arranged_rows(table: pa.Table, width: int) -> list[Row]:
     cols = [table.column(i).to_pylist() for i in range(width)]
     if any(pa.types.is_list(table.schema.field(i).type) for i in range(width)):
@@ -52,11 +61,13 @@ def arranged_rows(table: pa.Table, width: int) -> list[Row]:
 class Arrangement:
     """Consolidated contents by key, plus recent history; every method is thread-safe."""
 
-    def __init__(self, schema: pa.Schema, key_positions: Sequence[int]) -> None:
+    def __init__(self, schema: pa.Schema, key_positions: Sequence[int], since: int | None = None) -> None:
         self.schema = schema
         self.key_positions = tuple(key_positions)
         self.buckets: dict[Row, dict[Row, int]] = {}
-        self.history: deque[tuple[int, Row, int]] = deque()
+        self.history: deque[tuple[int, Row, int, int]] = deque()  # (time, row, diff, bytes)
+        self.history_bytes = 0
+        self.since = since  # history is kept from here (None: only the last RETAIN_MS)
         self.upper = 0  # 0: not hydrated
         self.floor = 0  # the earliest time a peek can read
         self.records = 0  # distinct rows held
@@ -91,6 +102,7 @@ class Arrangement:
         with self._cond:
             self.buckets.clear()
             self.history.clear()
+            self.history_bytes = 0
             self.records = 0
             for row, d in zip(arranged_rows(snapshot, width), diffs, strict=True):
                 if d:
@@ -108,7 +120,7 @@ class Arrangement:
             for row, t, d in zip(arranged_rows(updates, width), times, diffs, strict=True):
                 if d:
                     self._add(row, int(d))
-                    self.history.append((int(t), row, int(d)))
+                    self._remember(int(t), row, int(d))
             self._advance(upper)
 
     def apply_rows(self, changes: Iterable[tuple[Row, int]], time: int, upper: int) -> None:
@@ -116,20 +128,44 @@ class Arrangement:
             for row, d in changes:
                 if d:
                     self._add(row, d)
-                    self.history.append((time, row, d))
+                    self._remember(time, row, d)
             self._advance(upper)
+
+    def _remember(self, time: int, row: Row, diff: int) -> None:
+        size = _entry_bytes(row)
+        self.history.append((time, row, diff, size))
+        self.history_bytes += size
 
     def advance(self, upper: int) -> None:
         with self._cond:
             self._advance(upper)
 
+    def allow_compaction(self, since: int) -> None:
+        """Peeks will not read before `since`: history before it may go (monotonic)."""
+        with self._cond:
+            self.since = max(self.since or 0, since)
+            self._advance(self.upper)
+
     def _advance(self, upper: int) -> None:
         self.upper = max(self.upper, upper)
         cutoff = self.upper - RETAIN_MS
+        if self.since is not None:
+            cutoff = min(cutoff, self.since)
         while self.history and self.history[0][0] < cutoff:
-            self.history.popleft()
+            self.history_bytes -= self.history.popleft()[3]
         self.floor = max(self.floor, min(cutoff, self.upper - 1))
         self._cond.notify_all()
+
+    def held_bytes(self) -> int:
+        """Memory of the history older than the last RETAIN_MS: what only the since keeps
+        (counted from the recent end, which is short)."""
+        with self._cond:
+            recent, boundary = 0, self.upper - RETAIN_MS
+            for t, _, _, size in reversed(self.history):
+                if t < boundary:
+                    break
+                recent += size
+            return self.history_bytes - recent
 
     def contents(self) -> dict[Row, int]:
         """Every row and its multiplicity at upper - 1."""
@@ -156,7 +192,7 @@ class Arrangement:
                 counts = {}
                 for k in wanted:
                     counts.update(self.buckets.get(k, {}))
-            for t, row, d in reversed(self.history):
+            for t, row, d, _ in reversed(self.history):
                 if t <= ts:
                     break
                 if wanted is None or self._key(row) in wanted:

@@ -148,7 +148,7 @@ class Dataflow:
         self.prepared = False
         self.effective_strategy = RECOMPUTE
         self.upper: int | None = None  # the output's upper as this replica knows it
-        self.since: int | None = None  # from AllowCompaction (informational)
+        self.since: int | None = None  # from AllowCompaction (an index keeps history from it)
         self.columns: list[str] = []
         self._linear_sql: str | None = None
         self._schema: Any = None
@@ -169,6 +169,14 @@ class Dataflow:
         # won); kept: of those, how many kept the computed result; followed: intervals
         # seen written by another replica before computing; computed: Spark runs.
         self.stats = {"appended": 0, "lost": 0, "kept": 0, "followed": 0, "computed": 0}
+
+    def allow_compaction(self, since: int) -> None:
+        """Recorded only: the output shard's since is the coordinator's to downgrade."""
+        self.since = max(self.since or 0, since)
+
+    def status(self) -> dict[str, Any]:
+        """The output upper this replica knows, the strategy it runs and its counters."""
+        return {"write_frontier": self.upper, "strategy": self.effective_strategy, **self.stats}
 
     # -- set-up (blocking; on a worker thread) -----------------------------------------
 

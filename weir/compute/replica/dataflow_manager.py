@@ -45,6 +45,7 @@ class DataflowManager:
         self._store: ShardStore | None = None
         self._store_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dataflow-ctl")
+        self._early_sinces: dict[str, int] = {}  # AllowCompaction ahead of its CreateDataflow
 
     # -- Host (thread-safe) ----------------------------------------------------------------
 
@@ -104,10 +105,14 @@ class DataflowManager:
                     df.wake()
 
     def allow_compaction(self, body: Mapping[str, Any]) -> None:
-        """Recorded only: the output shard's since is the coordinator's to downgrade."""
-        df = self.dataflows.get(str(body.get("dataflow_id")))
-        if df is not None and body.get("since") is not None:
-            df.since = max(df.since or 0, int(body["since"]))
+        dataflow_id, since = str(body.get("dataflow_id")), body.get("since")
+        if since is None:
+            return
+        df = self.dataflows.get(dataflow_id)
+        if df is not None:
+            df.allow_compaction(int(since))
+        else:  # its CreateDataflow, sent just before, has not started yet: it takes this
+            self._early_sinces[dataflow_id] = max(self._early_sinces.get(dataflow_id, 0), int(since))
 
     def _store_for(self) -> ShardStore:
         with self._store_lock:
@@ -140,6 +145,10 @@ class DataflowManager:
                 self._created(existing)
             return  # still preparing: that create answers
         df = (IndexDataflow if spec.index is not None else Dataflow)(spec, self.engine, self)
+        if body.get("since") is not None:
+            df.allow_compaction(int(body["since"]))
+        if spec.dataflow_id in self._early_sinces:
+            df.allow_compaction(self._early_sinces.pop(spec.dataflow_id))
         self.dataflows[spec.dataflow_id] = df
         loop = asyncio.get_running_loop()
         try:
@@ -167,6 +176,7 @@ class DataflowManager:
 
     async def drop(self, body: Mapping[str, Any]) -> None:
         dataflow_id = str(body.get("dataflow_id"))
+        self._early_sinces.pop(dataflow_id, None)
         df = self.dataflows.pop(dataflow_id, None)
         if df is not None:
             await self._stop(df)
@@ -208,8 +218,7 @@ class DataflowManager:
 
     def status(self) -> dict[str, dict[str, Any]]:
         """Per dataflow: the output upper this replica knows, strategy and counters."""
-        return {d: {"write_frontier": df.upper, "strategy": df.effective_strategy, **df.stats}
-                for d, df in list(self.dataflows.items()) if df.prepared}
+        return {d: df.status() for d, df in list(self.dataflows.items()) if df.prepared}
 
     async def stop_all(self) -> None:
         dfs = list(self.dataflows.values())

@@ -59,7 +59,7 @@ class IndexDataflow(Dataflow):
         keys = [int(k) for k in spec.index.get("keys") or []]
         if any(not 0 <= k < len(schema) for k in keys):
             raise WeirError(SqlState.INVALID_COLUMN_REFERENCE, f"index key positions {keys} out of range")
-        self.arrangement = Arrangement(schema, keys)
+        self.arrangement = Arrangement(schema, keys, since=self.since)
         self.errors = ErrorLog()
         self.columns = list(schema.names)
         self.effective_strategy = ARRANGE
@@ -81,6 +81,17 @@ class IndexDataflow(Dataflow):
         err = self.errors.at(ts)
         if err is not None:
             raise WeirError(err.sqlstate, err.message, detail=err.detail, hint=err.hint)
+
+    def allow_compaction(self, since: int) -> None:
+        super().allow_compaction(since)
+        if self.prepared:
+            self.arrangement.allow_compaction(since)
+
+    def status(self) -> dict[str, Any]:
+        """Beside the counters: what the arrangement's history holds (held by the since)."""
+        arr = self.arrangement
+        return {**super().status(), "history_bytes": arr.history_bytes, "held_bytes": arr.held_bytes(),
+                "history_floor": arr.floor, "records": arr.records}
 
     def error_count(self) -> int | None:
         return self.errors.count() if self.prepared else None
