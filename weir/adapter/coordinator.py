@@ -82,6 +82,9 @@ class Coordinator(api.Coordinator):
         from weir.adapter.holds import Holds
 
         self.holds = Holds(self)  # HOLD objects' read holds (weir.adapter.holds)
+        from weir.adapter.durable_subscriptions import DurableSubscriptions
+
+        self.durable_subscriptions = DurableSubscriptions(self)
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
@@ -130,8 +133,10 @@ class Coordinator(api.Coordinator):
 
         apply_windows(self)  # RETAIN HISTORY, and durable holds, before any since moves
         self.holds.load()
+        self.durable_subscriptions.load()
         self.storage.start()
         self.holds.start()
+        self.durable_subscriptions.start()
         await self.builtins.open()
         await self.statement_log.recover()
         self.statement_log.start()
@@ -180,6 +185,7 @@ class Coordinator(api.Coordinator):
             s.cancel()
         await self.statement_log.stop()
         await self.holds.stop()
+        await self.durable_subscriptions.stop()
         if self._status_task is not None:
             self._status_task.cancel()
         if self._frontier_task is not None:
@@ -210,10 +216,10 @@ class Coordinator(api.Coordinator):
         await self.builtins.replace_rows(builtin, old, new)
 
     async def builtin_writes_settled(self, ids: Iterable[str]) -> None:
-        from weir.adapter.hold_lag import HOLD_LAG
-
-        if HOLD_LAG is not None and HOLD_LAG.id in ids:
-            await self.holds.lag.refresh()
+        ids = list(ids)
+        for live in (self.holds.lag, self.durable_subscriptions.relation):  # measured when read
+            if live.relation.id in ids:
+                await live.refresh()
         await self.builtins.writes_settled(ids)
 
     def _restart_done(self, task: asyncio.Task[None]) -> None:
@@ -327,6 +333,8 @@ class Coordinator(api.Coordinator):
         for item in items:
             if item.kind == "hold":
                 self.holds.release(item.id)
+            if item.kind == "durable-subscription":
+                self.durable_subscriptions.release(item.id)
             if item.kind == "materialized-view":
                 await self.storage.drop_collection(item.id)
                 await self.dataflow_errors.drop(item.id)

@@ -8,7 +8,16 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, clusters, holds, indexes, mviews, planning, sources
+from weir.adapter import (
+    api,
+    clusters,
+    durable_subscriptions,
+    holds,
+    indexes,
+    mviews,
+    planning,
+    sources,
+)
 from weir.catalog.model import ColumnDef
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -105,6 +114,12 @@ async def _execute(session: Session, stmt: st.Statement) -> api.Command:
         return await holds.alter(session, stmt)
     if isinstance(stmt, st.AlterRetainHistory):
         return await holds.alter_retain_history(session, stmt)
+    if isinstance(stmt, st.CreateDurableSubscription):
+        return await durable_subscriptions.create(session, stmt)
+    if isinstance(stmt, st.AlterDurableSubscription):
+        return await durable_subscriptions.alter(session, stmt)
+    if isinstance(stmt, st.AcknowledgeDurableSubscription):
+        return await durable_subscriptions.acknowledge(session, stmt)
     if isinstance(stmt, st.CreateSource):
         return await sources.create_source(session, stmt)
     if isinstance(stmt, st.CreateCluster):
@@ -298,6 +313,12 @@ async def _drop(session: Session, stmt: st.Drop) -> api.Command:
                 session.notice(f'hold "{".".join(parts)}" does not exist, skipping')
                 continue
             await coord.drop_storage(coord.catalog.drop_item(hold.id).items)
+        elif stmt.object_kind == "durable subscription":
+            ds = durable_subscriptions.find(session, parts, missing_ok=stmt.if_exists)
+            if ds is None:
+                session.notice(f'durable subscription "{".".join(parts)}" does not exist, skipping')
+                continue
+            await coord.drop_storage(coord.catalog.drop_item(ds.id).items)
         else:
             try:
                 desc = coord.resolver(session).lookup(parts)

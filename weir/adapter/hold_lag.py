@@ -7,26 +7,20 @@ folded into one snapshot. An index's figures are those of the collections it rea
 weir keeps an index's history too, weir.adapter.holds) plus, for the hold that sets the
 index's since, the memory its replicas report for the arrangement's history beyond the
 last 10 s (the most any replica holds). Refreshed every INTERVAL_S and before every read
-of it: a pass appends the rows that changed."""
+of it (weir.adapter.live_relation)."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from weir.adapter.frontiers import diff_rows
+from weir.adapter.live_relation import LiveRelation
 from weir.catalog.builtins import by_name
 
 if TYPE_CHECKING:
     from weir.adapter.coordinator import Coordinator
 
-log = logging.getLogger(__name__)
-
 HOLD_LAG = by_name("mz_internal", "mz_hold_lag")
-INTERVAL_S = 10.0
-_NAMES = ["hold_id", "object_id", "write_frontier", "lag", "headroom", "retained_bytes"]
 
 
 def retained(files: list[tuple[int, int, int]], at: int, natural_since: int) -> int:
@@ -69,49 +63,7 @@ async def measure(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
     return rows
 
 
-class HoldLag:
-    """Keeps mz_hold_lag current: refreshed every INTERVAL_S and before every read of it
-    (lag changes with every tick of every held object, so it is written when it matters
-    rather than every tick for every hold)."""
-
-    def __init__(self, coord: Coordinator) -> None:
-        self.coord = coord
-        self._old: dict[Any, tuple[Any, ...]] | None = None
-        self._lock = asyncio.Lock()
-
-    async def _load(self) -> dict[Any, tuple[Any, ...]]:
-        """What an earlier run left in the relation: retracted by the first refresh."""
-        assert HOLD_LAG is not None
-        old: dict[Any, tuple[Any, ...]] = {}
-        try:
-            since, upper = self.coord.storage.frontiers(HOLD_LAG.id)
-            snap = await self.coord.storage.snapshot(
-                HOLD_LAG.id, max(since, min(self.coord.oracle.read_ts(), upper - 1)))
-            for r in snap.to_pylist():
-                old[(r["hold_id"], r["object_id"])] = tuple(r[n] for n in _NAMES)
-        except Exception:  # noqa: BLE001 - nothing to retract on a first start
-            pass
-        return old
-
-    async def refresh(self) -> None:
-        from weir.adapter.builtin_tables import builtin_updates
-
-        assert HOLD_LAG is not None
-        async with self._lock:
-            if self._old is None:
-                self._old = await self._load()
-            new = await measure(self.coord)
-            changes = diff_rows(self._old, new)
-            if changes:
-                await self.coord.storage.append({HOLD_LAG.id: builtin_updates(HOLD_LAG, changes)})
-            self._old = new
-
-    async def watch(self) -> None:
-        while True:
-            await asyncio.sleep(INTERVAL_S)
-            try:
-                await self.refresh()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - retried on the next pass
-                log.warning("recording mz_hold_lag failed", exc_info=True)
+def hold_lag(coord: Coordinator) -> LiveRelation:
+    """The live relation mz_hold_lag, measured by `measure`."""
+    assert HOLD_LAG is not None
+    return LiveRelation(coord, HOLD_LAG, ("hold_id", "object_id"), lambda: measure(coord))

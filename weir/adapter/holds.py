@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from weir.adapter import api
-from weir.adapter.hold_lag import HoldLag
+from weir.adapter.hold_lag import hold_lag
 from weir.catalog.builtins import by_name, hold_row
 from weir.catalog.model import HOLD, INDEX, MATERIALIZED_VIEW, SOURCE, TABLE, VIEW, Item, kind_label
 from weir.codec import interval as cinterval
@@ -85,7 +85,7 @@ class Holds:
         self._pending: dict[str, tuple[dict[str, Any], list[asyncio.Future[None]]]] = {}
         self._batcher: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self.lag = HoldLag(coord)  # mz_internal.mz_hold_lag
+        self.lag = hold_lag(coord)  # mz_internal.mz_hold_lag
 
     def _shards(self, hold: Item) -> list[str]:
         return sorted({sid for oid in hold.dependencies for sid in storage_ids(self.coord, self.coord.catalog.get_item(oid))})

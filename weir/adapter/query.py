@@ -164,10 +164,10 @@ async def timestamp_as_of(session: Session, inputs: dict[str, RelationDesc], as_
 
 
 async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_prefix: str = "SELECT",
-               for_write: bool = False, as_of: Any = None) -> api.Rows:
+               for_write: bool = False, as_of: Any = None, cluster_id: str | None = None) -> api.Rows:
     """Run a planned read with these parameter values. `for_write`: the read half of
     UPDATE/DELETE/INSERT ... SELECT, which reads the latest data whatever the session's
-    transaction has read."""
+    transaction has read. `cluster_id`: where to run it instead of the session's cluster."""
     coord = session.coord
     await coord.flush_implicit_writes(session)
     if plan.constant:
@@ -203,14 +203,14 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
         await coord.dataflow_errors.check(inputs, ts)  # a view's runtime errors at ts
         session.execution_timestamp = ts
         session.lifecycle("storage-dependencies-finished")
-        cluster = coord.current_cluster(session)
+        cluster_id = cluster_id or coord.current_cluster(session).id
         result = None
         spark = plan.spark
         via = _hydrated_indexes(coord, plan, at)
         if via:  # read the views' arrangements instead of recomputing them
             try:
                 through = plan.through_indexes(coord.resolver(session), via)
-                result = await _spark_peek(session, through, params, ts, cluster.id)
+                result = await _spark_peek(session, through, params, ts, cluster_id)
                 spark = through
                 READS_THROUGH_INDEXES.inc()
             except WeirError as e:
@@ -219,11 +219,11 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
                 log.info("reading through indexes not possible: %s", e.message)
         if result is None:
             try:
-                result = await _spark_peek(session, spark, params, ts, cluster.id)
+                result = await _spark_peek(session, spark, params, ts, cluster_id)
             except NeedsReplan:
                 spark = planning.plan_bound(session, plan, params).spark
                 assert spark is not None
-                result = await _spark_peek(session, spark, [], ts, cluster.id)
+                result = await _spark_peek(session, spark, [], ts, cluster_id)
     except BaseException:
         hold.release()
         raise

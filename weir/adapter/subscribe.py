@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -20,6 +20,7 @@ from weir.adapter.subscribe_output import SubscribeOutput
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 from weir.sql import temporal
+from weir.sql.plan import QueryPlan
 from weir.sql.resolve import RelationDesc
 
 if TYPE_CHECKING:
@@ -56,15 +57,27 @@ def _unkey(row: Row) -> Row:
     return tuple(list(v) if isinstance(v, tuple) else v for v in row)
 
 
-async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Column], AsyncIterator[list[Row]]]:
+def refuse_mz_now(plan: QueryPlan) -> None:
+    """A query with mz_now() changes as time passes, not only when an input changes."""
+    if plan.inputs and plan.spark is not None and any(temporal.is_mz_now(c) for c in plan.spark.template.session_calls):
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "SUBSCRIBE to a query with mz_now() is not supported",
+                        hint="Create a materialized view with the temporal filter and subscribe to it.")
+
+
+async def subscribe(session: Session, stmt: st.Subscribe, *, cluster_id: str | None = None,
+                    check: Callable[[], None] | None = None) -> tuple[list[api.Column], AsyncIterator[list[Row]]]:
+    """`cluster_id`: where its peeks run instead of the session's cluster; `check`: called
+    between steps, ends the subscription with the error it raises (a durable subscription's
+    reader taken over)."""
+    if stmt.durable is not None:
+        from weir.adapter import durable_subscriptions
+
+        return await durable_subscriptions.subscribe(session, stmt)
     coord = session.coord
     target = indexes.read_through(session, stmt.query)
     plan = planning.plan(session, target)
     inputs = plan.inputs
-    if inputs and plan.spark is not None and any(temporal.is_mz_now(c) for c in plan.spark.template.session_calls):
-        # its answer changes as time passes, not only when an input changes
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "SUBSCRIBE to a query with mz_now() is not supported",
-                        hint="Create a materialized view with the temporal filter and subscribe to it.")
+    refuse_mz_now(plan)
     direct = _direct(target, inputs)
     if direct is not None:
         data_cols = [api.Column(c.name, c.type) for c in direct.columns]
@@ -83,7 +96,7 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
         return output.rows_at(ts, [(_unkey(r), d) for r, d in sorted(updates.items(), key=lambda x: repr(x[0]))])
 
     async def answer_at(ts: int) -> collections.Counter[Row]:
-        rows = await query.peek(session, plan, [], as_of=st.AsOf(exp.Literal.number(ts)))
+        rows = await query.peek(session, plan, [], as_of=st.AsOf(exp.Literal.number(ts)), cluster_id=cluster_id)
         return collections.Counter(_key(r) for r in await query.collect(rows))
 
     def upper() -> int:
@@ -118,6 +131,8 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
             if not inputs:
                 return  # a constant query is complete after its snapshot (as in Materialize)
             while up_to is None or frontier < up_to:
+                if check is not None:
+                    check()
                 hi = upper()
                 if up_to is not None:
                     hi = min(hi, up_to)

@@ -353,6 +353,11 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_INTERNAL, "mz_hold_lag", "s222", 16522, _t(
         ("hold_id", TEXT), ("object_id", TEXT), ("write_frontier", MZ_TIMESTAMP), ("lag", INTERVAL),
         ("headroom", INTERVAL), ("retained_bytes", INT8)), _runtime, runtime=True),
+    # durable subscriptions (weir.adapter.durable_subscriptions): where each stands, measured
+    BuiltinTable(MZ_INTERNAL, "mz_durable_subscriptions", "s223", 16523, _t(
+        ("id", TEXT), ("name", TEXT), ("query", TEXT), ("cluster_id", TEXT), ("acknowledged_up_to", MZ_TIMESTAMP),
+        ("time_since_ack", INTERVAL), ("lag", INTERVAL), ("state", TEXT), ("reader_session_id", TEXT)),
+        _runtime, frozenset({"lag", "reader_session_id"}), runtime=True),
     BuiltinTable(MZ_INTERNAL, "mz_history_retention_strategies", "s221", 16521, _t(
         ("id", TEXT), ("strategy", TEXT), ("value", BY_NAME["jsonb"])), _history_retention),
     BuiltinTable(MZ_INTERNAL, "mz_object_dependencies", "s200", 16500, _t(

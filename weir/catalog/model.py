@@ -22,6 +22,7 @@ MATERIALIZED_VIEW = "materialized-view"
 INDEX = "index"
 SINK = "sink"
 HOLD = "hold"
+DURABLE_SUBSCRIPTION = "durable-subscription"
 
 # System schemas: ambient (no database), resolvable from any database.
 MZ_CATALOG = "mz_catalog"

@@ -418,4 +418,11 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return (parse_holds.parse_create_hold if head == "CREATE" else parse_holds.parse_alter_hold)(text)
     if head == "DROP" and len(upper) > 1 and upper[1] == "HOLD":
         return parse_roles.parse_drop(text, "hold", words[2:])
+    if head in ("CREATE", "ALTER", "DROP", "ACKNOWLEDGE") and upper[1:3] == ["DURABLE", "SUBSCRIPTION"]:
+        from weir.sql import parse_durable
+
+        if head == "DROP":
+            return parse_roles.parse_drop(text, "durable subscription", words[3:])
+        return {"CREATE": parse_durable.parse_create, "ALTER": parse_durable.parse_alter,
+                "ACKNOWLEDGE": parse_durable.parse_acknowledge}[head](text)
     return None

@@ -30,13 +30,14 @@ def _expr(text: str, what: str) -> sqlglot.exp.Expression:
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in {what}: {text}") from None
 
 
-def _interval_text(value: str) -> str:
-    """MAX LAG's value: an interval string, optionally cast ('3h'::INTERVAL, INTERVAL '3h')."""
+def interval_text(value: str, option: str = "MAX LAG") -> str:
+    """An interval option's value: an interval string, optionally cast ('3h'::INTERVAL,
+    INTERVAL '3h')."""
     v = value.strip()
     m = re.match(r"^(?:INTERVAL\s+)?'((?:[^']|'')*)'(?:\s*::\s*INTERVAL)?$", v, re.IGNORECASE)
     if m is None:
         raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
-                        f"invalid MAX LAG: {v} (an interval, e.g. MAX LAG = '3h')")
+                        f"invalid {option}: {v} (an interval, e.g. {option} = '3h')")
     return m.group(1).replace("''", "'")
 
 
@@ -54,7 +55,7 @@ def parse_create_hold(text: str) -> st.Statement:
         om = _MAX_LAG.match(opt.strip())
         if om is None:
             raise WeirError(SqlState.SYNTAX_ERROR, f"unknown HOLD option: {opt.strip()} (known: MAX LAG)")
-        max_lag = _interval_text(om.group("value"))
+        max_lag = interval_text(om.group("value"))
     at = _expr(m.group("at"), "AT") if m.group("at") else None
     return st.CreateHold(text, parse_words.name_parts(m.group("name")), objects, at, max_lag, bool(m.group("ine")))
 

@@ -59,12 +59,21 @@ def parse_subscribe(text: str) -> st.Subscribe:
                 parts = re.split(r"\s*=\s*|\s+", opt.strip(), maxsplit=1)
                 name, value = parts[0].upper(), parts[1] if len(parts) > 1 else ""
                 if name == "SNAPSHOT":
-                    out.snapshot = _bool(value)
+                    out.snapshot, out.snapshot_given = _bool(value), True
                 elif name == "PROGRESS":
                     out.progress = _bool(value)
                 else:
                     raise WeirError(SqlState.SYNTAX_ERROR, f"unknown SUBSCRIBE option {name}")
             body, changed = body[:w.start()], True
+    from weir.sql.parse_durable import using
+
+    if (durable := using(body)) is not None:
+        if out.as_of is not None or out.up_to is not None:
+            raise WeirError(SqlState.SYNTAX_ERROR, "SUBSCRIBE USING DURABLE SUBSCRIPTION resumes at its "
+                                                   "acknowledged time: AS OF and UP TO are not allowed")
+        out.durable = durable
+        out.snapshot = out.snapshot if out.snapshot_given else False
+        return out
     body = _output_format(body, out).strip()
     if body.startswith("("):
         if not body.endswith(")"):

@@ -325,6 +325,8 @@ class Subscribe(Statement):
     envelope: str | None = None  # "upsert" or "debezium"
     envelope_key: list[str] = field(default_factory=list)
     within_order: list[exp.Ordered] = field(default_factory=list)
+    durable: list[str] | None = None  # SUBSCRIBE USING DURABLE SUBSCRIPTION name
+    snapshot_given: bool = False  # WITH (SNAPSHOT ...) was written
 
     @property
     def kind(self) -> str:
@@ -472,3 +474,46 @@ class AlterRetainHistory(Statement):
     @property
     def kind(self) -> str:
         return "alter_" + self.object_kind.replace(" ", "_")
+
+
+@dataclass
+class CreateDurableSubscription(Statement):
+    """CREATE DURABLE SUBSCRIPTION name [IN CLUSTER c] WITH (ACKNOWLEDGE WITHIN 'interval'
+    [, START AT t]) AS query (issue 11, part 6)."""
+
+    name: list[str] = field(default_factory=list)
+    cluster: str | None = None
+    acknowledge_within: str = ""  # interval text
+    start_at: exp.Expression | None = field(default=None, repr=False)
+    query: exp.Query = field(repr=False, default=None)  # type: ignore[assignment]
+    query_text: str = ""
+    if_not_exists: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "create_durable_subscription"
+
+
+@dataclass
+class AlterDurableSubscription(Statement):
+    """ALTER DURABLE SUBSCRIPTION name RESET | RENAME TO new."""
+
+    name: list[str] = field(default_factory=list)
+    action: str = "reset"  # reset | rename
+    new_name: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "alter_durable_subscription"
+
+
+@dataclass
+class AcknowledgeDurableSubscription(Statement):
+    """ACKNOWLEDGE DURABLE SUBSCRIPTION name UP TO t."""
+
+    name: list[str] = field(default_factory=list)
+    up_to: exp.Expression = field(repr=False, default=None)  # type: ignore[assignment]
+
+    @property
+    def kind(self) -> str:
+        return "acknowledge_durable_subscription"
