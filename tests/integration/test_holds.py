@@ -377,19 +377,68 @@ class _Subscriber(threading.Thread):
                         pending.append((int(value), int(diff)))
 
 
+class _DurableSubscriber(threading.Thread):
+    """The same recipe through a durable subscription over a join and an aggregate: apply
+    the updates at each progress message P, ACKNOWLEDGE UP TO P - 1, and after any failure
+    SUBSCRIBE USING it again (which resumes after the acknowledged time)."""
+
+    def __init__(self, srv: WeirServer) -> None:
+        super().__init__(daemon=True)
+        self.srv, self.stop = srv, threading.Event()
+        self.state: dict[tuple[str, int, int], int] = {}  # (name, n, s) -> multiplicity
+        self.acked = 0
+        self.resubscribes = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                try:
+                    self._follow()
+                except psycopg.Error:
+                    time.sleep(0.3)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+    def _follow(self) -> None:
+        with self.srv.connect(connect_timeout=2) as c, self.srv.connect(connect_timeout=2) as ctl:
+            self.resubscribes += 1
+            snapshot = "true" if self.resubscribes == 1 else "false"
+            sql = f"COPY (SUBSCRIBE USING DURABLE SUBSCRIPTION lossless_ds WITH (PROGRESS, SNAPSHOT {snapshot})) TO STDOUT"
+            pending: list[tuple[tuple[str, int, int], int]] = []
+            with c.cursor() as cur, cur.copy(sql) as cp:
+                for ts, progressed, diff, name, n, total in cp.rows():
+                    if progressed == "t":
+                        for row, d in pending:
+                            self.state[row] = self.state.get(row, 0) + d
+                        pending.clear()
+                        ctl.execute(f"ACKNOWLEDGE DURABLE SUBSCRIPTION lossless_ds UP TO {int(ts) - 1}")
+                        self.acked = int(ts) - 1
+                        if self.stop.is_set():
+                            return
+                    else:
+                        pending.append(((name, int(n), int(total)), int(diff)))
+
+
 def _lossless(tmp_path: Path, cycles: int) -> None:
     rng = random.Random(20261124)
     srv = WeirServer(tmp_path / "data").start()
     writer: _Writer | None = None
     sub: _Subscriber | None = None
+    durable: _DurableSubscriber | None = None
     try:
         with srv.connect() as c:
             c.execute("CREATE TABLE lossless (v int)")
             c.execute("CREATE HOLD lossless_h ON lossless")
             at = _at(c, "lossless_h")
-        writer, sub = _Writer(srv), _Subscriber(srv, at)
+            c.execute("CREATE TABLE lossless_k (k int, name text)")
+            c.execute("INSERT INTO lossless_k VALUES (0, 'even'), (1, 'odd')")
+            c.execute("CREATE DURABLE SUBSCRIPTION lossless_ds WITH (ACKNOWLEDGE WITHIN '1h') AS "
+                      "SELECT name, count(*) AS n, sum(v) AS s FROM lossless JOIN lossless_k ON v % 2 = k GROUP BY name")
+        writer, sub, durable = _Writer(srv), _Subscriber(srv, at), _DurableSubscriber(srv)
         writer.start()
         sub.start()
+        durable.start()
         for cycle in range(cycles):
             time.sleep(rng.uniform(1.0, 4.0))
             if cycle % 4 == 3 and srv.replica_pids():  # now and then the replica instead
@@ -409,6 +458,16 @@ def _lossless(tmp_path: Path, cycles: int) -> None:
             time.sleep(0.5)
         sub.stop.set()
         assert sub.error is None, sub.error
+        # the durable subscription: its state is the query's answer, every row exactly once
+        expected = {("even", sum(1 for v in stored if v % 2 == 0), sum(v for v in stored if v % 2 == 0)): 1,
+                    ("odd", sum(1 for v in stored if v % 2), sum(v for v in stored if v % 2)): 1}
+        while {r: n for r, n in durable.state.items() if n} != expected and time.time() < deadline + 60:
+            assert durable.error is None, durable.error
+            time.sleep(0.5)
+        durable.stop.set()
+        assert durable.error is None, durable.error
+        assert {r: n for r, n in durable.state.items() if n} == expected, (durable.state, expected)
+        assert durable.resubscribes > cycles // 2, "the durable subscriber did not see the crashes"
         assert len(stored) == len(set(stored)), "a row was stored twice"
         assert set(writer.acked) <= set(stored), "an acknowledged INSERT was lost"
         duplicated = {v: n for v, n in sub.seen.items() if n > 1}
@@ -423,6 +482,8 @@ def _lossless(tmp_path: Path, cycles: int) -> None:
             writer.stop.set()
         if sub is not None:
             sub.stop.set()
+        if durable is not None:
+            durable.stop.set()
         srv.stop()
 
 
@@ -435,6 +496,104 @@ def test_lossless_subscribe_across_crashes(tmp_path: Path, java: None) -> None:
 @pytest.mark.timeout(900)  # 20 restarts of a server and its replica: ~300 s, more on a loaded machine
 def test_lossless_subscribe_20_kill_cycles(tmp_path: Path, java: None) -> None:
     _lossless(tmp_path, cycles=20)
+
+
+def _durable_row(c: psycopg.Connection, name: str) -> tuple | None:
+    return c.execute("SELECT acknowledged_up_to, state, reader_session_id, lag, time_since_ack "
+                     "FROM mz_internal.mz_durable_subscriptions WHERE name = %s", (name,)).fetchone()
+
+
+class _Copy(threading.Thread):
+    """Reads a COPY (SUBSCRIBE ...) TO STDOUT into `rows` until it ends (`error`: how)."""
+
+    def __init__(self, srv: WeirServer, sql: str) -> None:
+        super().__init__(daemon=True)
+        self.srv, self.sql = srv, sql
+        self.rows: list[tuple] = []
+        self.error: psycopg.Error | None = None
+        self.conn = srv.connect()
+
+    def run(self) -> None:
+        try:
+            with self.conn.cursor() as cur, cur.copy(self.sql) as cp:
+                for row in cp.rows():
+                    self.rows.append(row)
+        except psycopg.Error as e:
+            self.error = e
+        finally:
+            self.conn.close()
+
+    def data(self) -> list[tuple]:
+        return [r[2:] for r in list(self.rows) if r[1] == "f"]
+
+    def progress(self) -> int:
+        return max((int(r[0]) for r in list(self.rows) if r[1] == "t"), default=0)
+
+
+def test_durable_subscription(server: WeirServer) -> None:
+    """Part 6, one rule at a time: resume after the acknowledged time, one reader (a new
+    one takes over), ACKNOWLEDGE's bounds, expiry and RESET, rename, drop, the relation."""
+    with server.connect() as c:
+        c.execute("CREATE TABLE ds_t (k int, v int)")
+        c.execute("CREATE TABLE ds_u (k int, name text)")
+        c.execute("INSERT INTO ds_u VALUES (0, 'zero'), (1, 'one')")
+        c.execute("INSERT INTO ds_t VALUES (0, 10), (1, 20), (1, 5)")
+        c.execute("CREATE DURABLE SUBSCRIPTION ds WITH (ACKNOWLEDGE WITHIN '1h') AS "
+                  "SELECT name, count(*) AS n, sum(v) AS s FROM ds_t JOIN ds_u USING (k) GROUP BY name")
+        start, state, reader, _, _ = _durable_row(c, "ds")
+        assert state == "active" and reader is None
+        sql = "COPY (SUBSCRIBE USING DURABLE SUBSCRIPTION ds WITH (PROGRESS, SNAPSHOT true)) TO STDOUT"
+        first = _Copy(server, sql)
+        first.start()
+        _until(lambda: first.progress() > int(start))
+        assert sorted(first.data()) == [("1", "one", "2", "25"), ("1", "zero", "1", "10")]
+        assert _durable_row(c, "ds")[2] is not None  # its reader
+        c.execute("INSERT INTO ds_t VALUES (0, 1)")
+        _until(lambda: len(first.data()) == 4)
+        assert sorted(first.data()[2:]) == [("-1", "zero", "1", "10"), ("1", "zero", "2", "11")]
+        acked = first.progress() - 1
+        c.execute(f"ACKNOWLEDGE DURABLE SUBSCRIPTION ds UP TO {acked}")
+        assert int(_durable_row(c, "ds")[0]) == acked
+        # ACKNOWLEDGE: not back, not past what is final
+        assert _error(c, "ACKNOWLEDGE DURABLE SUBSCRIPTION ds UP TO 5").sqlstate == "22023"
+        assert _error(c, f"ACKNOWLEDGE DURABLE SUBSCRIPTION ds UP TO {acked + 3_600_000}").sqlstate == "22023"
+        assert _error(c, "ACKNOWLEDGE DURABLE SUBSCRIPTION nosuch UP TO 5").sqlstate == "42704"
+        # a second reader resumes after the acknowledged time (no snapshot) and takes over
+        c.execute("INSERT INTO ds_t VALUES (1, 100)")
+        second = _Copy(server, "COPY (SUBSCRIBE USING DURABLE SUBSCRIPTION ds WITH (PROGRESS)) TO STDOUT")
+        second.start()
+        _until(lambda: first.error is not None)
+        assert first.error.sqlstate == "55006"
+        _until(lambda: len(second.data()) == 2)
+        assert sorted(second.data()) == [("-1", "one", "2", "25"), ("1", "one", "3", "125")]
+        # bad input changes nothing
+        assert _error(c, "CREATE DURABLE SUBSCRIPTION ds_bad WITH (ACKNOWLEDGE WITHIN 'soon') AS "
+                         "SELECT * FROM ds_t").sqlstate == "22023"
+        assert _error(c, "CREATE DURABLE SUBSCRIPTION ds_bad WITH (ACKNOWLEDGE WITHIN '1h') AS "
+                         "SELECT * FROM ds_nosuch").sqlstate == "42P01"
+        assert _error(c, "CREATE DURABLE SUBSCRIPTION ds_bad AS SELECT * FROM ds_t").sqlstate == "42601"
+        assert _error(c, "DROP TABLE ds_t").sqlstate == "2BP01"
+        assert c.execute("SELECT count(*) FROM mz_internal.mz_durable_subscriptions "
+                         "WHERE name = 'ds_bad'").fetchone() == (0,)
+        # not acknowledged in time: expired, its reader ended, resuming refused until RESET
+        c.execute("CREATE DURABLE SUBSCRIPTION ds_short WITH (ACKNOWLEDGE WITHIN '2s') AS SELECT * FROM ds_u")
+        short = _Copy(server, "COPY (SUBSCRIBE USING DURABLE SUBSCRIPTION ds_short WITH (PROGRESS)) TO STDOUT")
+        short.start()
+        _until(lambda: short.error is not None, timeout=30)
+        assert short.error.sqlstate == "55000" and "expired" in str(short.error)
+        assert _durable_row(c, "ds_short")[1] == "expired"
+        assert _error(c, "COPY (SUBSCRIBE USING DURABLE SUBSCRIPTION ds_short) TO STDOUT").sqlstate == "55000"
+        assert _error(c, "ACKNOWLEDGE DURABLE SUBSCRIPTION ds_short UP TO 5").sqlstate == "55000"
+        c.execute("ALTER DURABLE SUBSCRIPTION ds_short RESET")
+        assert _durable_row(c, "ds_short")[1] == "active"
+        c.execute("ALTER DURABLE SUBSCRIPTION ds_short RENAME TO ds_renamed")
+        c.execute("DROP DURABLE SUBSCRIPTION ds_renamed")
+        c.execute("DROP DURABLE SUBSCRIPTION IF EXISTS ds_renamed")
+        assert _error(c, "DROP DURABLE SUBSCRIPTION ds_renamed").sqlstate == "42704"
+        c.execute("DROP TABLE ds_t CASCADE")  # drops ds too, which ends its reader
+        _until(lambda: second.error is not None)
+        assert c.execute("SELECT count(*) FROM mz_internal.mz_durable_subscriptions").fetchone() == (0,)
+        c.execute("DROP TABLE ds_u")
 
 
 def test_retain_history(server: WeirServer) -> None:

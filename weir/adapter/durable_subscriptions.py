@@ -6,6 +6,8 @@ keeps its query (qualified, so any session reads the same thing), the storage
 collections it reads, the time acknowledged up to, when that was, how long it waits for
 an acknowledgement and its state. Like a HOLD it keeps one storage read hold on its
 inputs, at the acknowledged time, taken again before any since moves after a restart.
+Without START AT it starts at the present (the time a SELECT would read), so its
+snapshot includes every write committed before it.
 
 - `SUBSCRIBE USING DURABLE SUBSCRIPTION ds` is `SUBSCRIBE (query) AS OF <acknowledged>`
   on the subscription's cluster (SNAPSHOT false unless asked): every update after the
@@ -16,7 +18,7 @@ inputs, at the acknowledged time, taken again before any since moves after a res
   the inputs' write frontier (updates there are not final).
 - Not acknowledged within ACKNOWLEDGE WITHIN: state 'expired', its read hold released,
   its reader ended, resuming refused until `ALTER DURABLE SUBSCRIPTION ds RESET` (which
-  starts it again at the inputs' read frontier).
+  starts it again at the present).
 """
 
 from __future__ import annotations
@@ -230,8 +232,9 @@ def _check_start(coord: Coordinator, inputs: list[str], t: int, names: dict[str,
 
 
 def _present(coord: Coordinator, inputs: list[str]) -> int:
-    """The least time every input can still be read at."""
-    return max(coord.storage.frontiers(s)[0] for s in inputs)
+    """Now, as a SELECT would read: every committed write is at or before it (and every
+    input can still be read there)."""
+    return max([coord.oracle.read_ts()] + [coord.storage.frontiers(s)[0] for s in inputs])
 
 
 async def create(session: Session, stmt: st.CreateDurableSubscription) -> api.Command:
