@@ -162,6 +162,16 @@ async def subscribe(session: Session, stmt: st.Subscribe, *, cluster_id: str | N
                         diff.subtract(current)
                         out += rows_at(t, diff)
                         current = new
+                        if t + 1 < hi:  # each time is a Spark job: say how far it got after each
+                            frontier = t + 1
+                            hold.downgrade(t)
+                            if stmt.progress:
+                                out.append(output.progress_row(frontier))
+                            if out:
+                                yield out
+                            out = []
+                            if check is not None:
+                                check()
                 frontier = hi
                 hold.downgrade(frontier - 1)
                 if stmt.progress:
