@@ -167,7 +167,7 @@ def test_hold_rules(server: WeirServer) -> None:
 def test_concurrent_advances_are_batched(server: WeirServer) -> None:
     """ADVANCEs from many sessions at once commit together (part 4): fewer catalog
     transactions than advances, and every session reads its own advance in mz_holds."""
-    clients, rounds = 8, 15
+    clients, rounds = 8, 6  # each round reads mz_holds twice (a Spark job until issue 14)
     with server.connect() as c:
         c.execute("CREATE TABLE hb_t (a int)")
         for k in range(clients):

@@ -16,6 +16,7 @@ from weir.adapter import (
     indexes,
     mviews,
     planning,
+    privileges,
     sources,
 )
 from weir.catalog.model import ColumnDef
@@ -114,6 +115,10 @@ async def _execute(session: Session, stmt: st.Statement) -> api.Command:
         return await holds.alter(session, stmt)
     if isinstance(stmt, st.AlterRetainHistory):
         return await holds.alter_retain_history(session, stmt)
+    if isinstance(stmt, st.GrantPrivileges):
+        return await privileges.grant(session, stmt)
+    if isinstance(stmt, st.AlterOwner):
+        return await privileges.alter_owner(session, stmt)
     if isinstance(stmt, st.CreateDurableSubscription):
         return await durable_subscriptions.create(session, stmt)
     if isinstance(stmt, st.AlterDurableSubscription):
@@ -180,6 +185,7 @@ def target_schema(session: Session, parts: list[str]) -> tuple[str, str]:
         for name in session.search_path:
             schema = coord.catalog.find_schema(coord.lookup_database(session.database).id, name)
             if schema is not None:
+                privileges.require(session, "schema", schema.id, "C")
                 return schema.id, parts[0]
         raise WeirError(SqlState.INVALID_SCHEMA_NAME, "no schema has been selected to create in")
     db = parts[0] if len(parts) == 3 else session.database
@@ -187,6 +193,7 @@ def target_schema(session: Session, parts: list[str]) -> tuple[str, str]:
     if schema.is_system:
         raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE,
                         f"system schema '{schema.name}' cannot be modified")
+    privileges.require(session, "schema", schema.id, "C")
     return schema.id, parts[-1]
 
 
@@ -294,6 +301,7 @@ async def _drop(session: Session, stmt: st.Drop) -> api.Command:
             if coord.catalog.find_database(parts[0]) is None and stmt.if_exists:
                 session.notice(f'database "{parts[0]}" does not exist, skipping')
                 continue
+            privileges.require_owner(session, "database", coord.lookup_database(parts[0]).id)
             result = coord.catalog.drop_database(parts[0], cascade=stmt.cascade)
             await coord.drop_storage(result.items)
         elif stmt.object_kind == "schema":
@@ -305,6 +313,7 @@ async def _drop(session: Session, stmt: st.Drop) -> api.Command:
                     session.notice(f'schema "{parts[-1]}" does not exist, skipping')
                     continue
                 raise WeirError(SqlState.INVALID_SCHEMA_NAME, f"unknown schema '{parts[-1]}'")
+            privileges.require_owner(session, "schema", schema.id)
             result = coord.catalog.drop_schema(schema.id, cascade=stmt.cascade)
             await coord.drop_storage(result.items)
         elif stmt.object_kind == "hold":
@@ -312,12 +321,14 @@ async def _drop(session: Session, stmt: st.Drop) -> api.Command:
             if hold is None:
                 session.notice(f'hold "{".".join(parts)}" does not exist, skipping')
                 continue
+            privileges.require_owner(session, "item", hold.id)
             await coord.drop_storage(coord.catalog.drop_item(hold.id).items)
         elif stmt.object_kind == "durable subscription":
             ds = durable_subscriptions.find(session, parts, missing_ok=stmt.if_exists)
             if ds is None:
                 session.notice(f'durable subscription "{".".join(parts)}" does not exist, skipping')
                 continue
+            privileges.require_owner(session, "item", ds.id)
             await coord.drop_storage(coord.catalog.drop_item(ds.id).items)
         else:
             try:
@@ -331,6 +342,7 @@ async def _drop(session: Session, stmt: st.Drop) -> api.Command:
                 raise WeirError(SqlState.INSUFFICIENT_PRIVILEGE, f"cannot drop item {desc.name} because it is required by the database system")
             if desc.kind.replace("-", " ") != stmt.object_kind:
                 raise WeirError(SqlState.WRONG_OBJECT_TYPE, f'"{desc.name}" is a {desc.kind} not a {stmt.object_kind}')
+            privileges.require_owner(session, "item", desc.id)
             result = coord.catalog.drop_item(desc.id, cascade=stmt.cascade)
             await coord.drop_storage(result.items)
     await coord.catalog_changed()

@@ -12,6 +12,7 @@ from sqlglot import exp
 
 from weir import codec
 from weir.adapter import api, planning, query
+from weir.adapter.privileges import require
 from weir.codec import numeric as cnum
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -30,7 +31,7 @@ def target_columns(session: Session, expr: exp.Insert) -> tuple[RelationDesc, li
     if isinstance(target, exp.Schema):
         names = [c.name.lower() if not c.args.get("quoted") else c.name for c in target.expressions]
         target = target.this
-    desc = _table(session, target)
+    desc = _table(session, target, "a")
     by_name = {c.name: c for c in desc.columns}
     if names is None:
         return desc, list(desc.columns)
@@ -43,7 +44,8 @@ def target_columns(session: Session, expr: exp.Insert) -> tuple[RelationDesc, li
     return desc, cols
 
 
-def _table(session: Session, target: exp.Expression) -> RelationDesc:
+def _table(session: Session, target: exp.Expression, privileges: str) -> RelationDesc:
+    """The table a write targets, once the session may write it (`privileges`: ACL letters)."""
     if not isinstance(target, exp.Table):
         raise WeirError(SqlState.SYNTAX_ERROR, "expected a table name")
     desc = session.coord.resolver(session).lookup(table_parts(target))
@@ -51,6 +53,9 @@ def _table(session: Session, target: exp.Expression) -> RelationDesc:
         raise WeirError(SqlState.WRONG_OBJECT_TYPE,
                         f"cannot insert into {desc.kind} '{desc.name}'" if desc.kind != "table"
                         else f"cannot modify system table '{desc.name}'")
+    item = session.coord.catalog.get_item(desc.id)
+    require(session, "schema", item.schema_id, "U")
+    require(session, "item", desc.id, privileges)
     return desc
 
 
@@ -210,7 +215,7 @@ def _literal_values(source: exp.Expression | None) -> list[tuple[Any, ...]] | No
 
 async def _update(session: Session, expr: exp.Expression) -> api.Command:
     assert isinstance(expr, exp.Update)
-    desc = _table(session, expr.this)
+    desc = _table(session, expr.this, "rw")
     alias = expr.this.alias or desc.name.split(".")[-1]
     sets: dict[str, exp.Expression] = {}
     names = {c.name for c in desc.columns}
@@ -238,7 +243,7 @@ async def _update(session: Session, expr: exp.Expression) -> api.Command:
 
 async def _delete(session: Session, expr: exp.Expression) -> api.Command:
     assert isinstance(expr, exp.Delete)
-    desc = _table(session, expr.this)
+    desc = _table(session, expr.this, "rd")
     alias = expr.this.alias or desc.name.split(".")[-1]
     q = exp.select(*[exp.column(c.name, table=alias) for c in desc.columns]).from_(expr.this.copy())
     where = expr.args["where"].this.copy() if expr.args.get("where") else None

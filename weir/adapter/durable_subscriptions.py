@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import sqlglot
 from sqlglot import exp
 
-from weir.adapter import api, planning
+from weir.adapter import api, planning, privileges
 from weir.adapter.live_relation import LiveRelation
 from weir.catalog.builtins import by_name
 from weir.catalog.model import DURABLE_SUBSCRIPTION, Item
@@ -249,6 +249,7 @@ async def create(session: Session, stmt: st.CreateDurableSubscription) -> api.Co
         session.notice(f'durable subscription "{name}" already exists, skipping')
         return tag
     cluster = cat.get_cluster(stmt.cluster or session.get_var("cluster"))
+    privileges.require(session, "cluster", cluster.id, "UC")
     within_ms = _within_ms(stmt.acknowledge_within)
     plan = planning.plan(session, stmt.query, qualify=True)
     assert plan.spark is not None and plan.spark.qualified is not None
@@ -258,6 +259,7 @@ async def create(session: Session, stmt: st.CreateDurableSubscription) -> api.Co
                         "a durable subscription to a query that reads no relation is not supported",
                         hint="Its answer never changes: SELECT it instead.")
     refuse_mz_now(plan)
+    privileges.require_read(session, plan.depends_on)
     await planning.describe(session, plan)  # the query must run
     names = {sid: desc.name for sid, desc in plan.inputs.items()}
     start = _eval_time(session, stmt.start_at) if stmt.start_at is not None else _present(coord, inputs)
@@ -288,6 +290,7 @@ async def acknowledge(session: Session, stmt: st.AcknowledgeDurableSubscription)
     subs = coord.durable_subscriptions
     item = find(session, stmt.name)
     assert item is not None
+    privileges.require_owner(session, "item", item.id)
     d = subs.definitions[item.id]
     if d["state"] != ACTIVE:
         raise _expired_error(item.name, d)
@@ -315,6 +318,7 @@ async def alter(session: Session, stmt: st.AlterDurableSubscription) -> api.Comm
     subs = coord.durable_subscriptions
     item = find(session, stmt.name)
     assert item is not None
+    privileges.require_owner(session, "item", item.id)
     if stmt.action == "rename":
         assert stmt.new_name is not None
         subs.items[item.id] = coord.catalog.alter_item(item.id, name=stmt.new_name)
@@ -342,6 +346,7 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
     assert stmt.durable is not None
     item = find(session, stmt.durable)
     assert item is not None
+    privileges.require_owner(session, "item", item.id)  # its position is its owner's
     d = subs.definitions[item.id]
     if d["state"] != ACTIVE:
         raise _expired_error(item.name, d)

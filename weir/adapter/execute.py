@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from weir import types as T
-from weir.adapter import api, cursors, ddl, dml, explain, planning, subscribe
+from weir.adapter import api, cursors, ddl, dml, explain, planning, privileges, subscribe
 from weir.adapter.session import Transaction
 from weir.adapter.show import show_query
 from weir.catalog.vars import VARS, is_system_alias, lookup_var, settable_var
@@ -55,6 +55,8 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, st.ShowObjects):
         rows = await planning.run(session, show_query(session, stmt))
         return api.Rows(rows.columns, rows.batches, "SHOW")
+    if isinstance(stmt, st.ShowPrivileges):
+        return privileges.show(session, stmt)
     if isinstance(stmt, st.ShowVariable):
         return await _show_var(session, stmt)
     if isinstance(stmt, st.SetVariable):

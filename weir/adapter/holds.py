@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from weir.adapter import api
+from weir.adapter import api, privileges
 from weir.adapter.hold_lag import hold_lag
 from weir.catalog.builtins import by_name, hold_row
 from weir.catalog.model import HOLD, INDEX, MATERIALIZED_VIEW, SOURCE, TABLE, VIEW, Item, kind_label
@@ -324,6 +324,11 @@ async def create(session: Session, stmt: st.CreateHold) -> api.Command:
                             "sources, materialized views and indexes")
         if obj.builtin:
             raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f'cannot create a hold on system object "{obj.name}"')
+        if obj.kind == INDEX:  # an index is read as the relation it indexes, on its cluster
+            privileges.require_read(session, [obj.definition["on_id"]])
+            privileges.require(session, "cluster", obj.cluster_id or "", "U")
+        else:
+            privileges.require_read(session, [obj.id])
         if obj.id not in (o.id for o in objects):
             objects.append(obj)
     max_lag_text = stmt.max_lag or DEFAULT_MAX_LAG
@@ -355,6 +360,7 @@ async def alter(session: Session, stmt: st.AlterHold) -> api.Command:
     coord = session.coord
     hold_id = find_id(session, stmt.name)
     assert hold_id is not None
+    privileges.require_owner(session, "item", hold_id)
     if stmt.action == "rename":
         assert stmt.new_name is not None
         hold = coord.catalog.alter_item(hold_id, name=stmt.new_name)
@@ -439,6 +445,7 @@ async def alter_retain_history(session: Session, stmt: st.AlterRetainHistory) ->
     if stmt.value is not None:
         retain_ms(stmt.value)
     item = coord.catalog.get_item(coord.resolver(session).lookup(stmt.name).id)
+    privileges.require_owner(session, "item", item.id)
     if kind_label(item.kind) != stmt.object_kind:
         raise WeirError(SqlState.WRONG_OBJECT_TYPE, f'"{item.name}" is a {kind_label(item.kind)} not a {stmt.object_kind}')
     await set_retain_history(session, item, stmt.value)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import sqlglot
 from sqlglot import exp
 
-from weir.adapter import api, mviews, planning, query
+from weir.adapter import api, mviews, planning, privileges, query
 from weir.catalog.model import INDEX, Item
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -96,6 +96,9 @@ async def create(session: Session, stmt: st.CreateIndex) -> api.Command:
     keys = [(c.name, i) for i, c in enumerate(desc.columns)] if stmt.keys is None else \
         [_key(desc, k) for k in stmt.keys]
     cluster = cat.get_cluster(stmt.cluster or session.get_var("cluster"))
+    privileges.require_owner(session, "item", on.id)  # as in PostgreSQL: the relation's owner indexes it
+    privileges.require(session, "schema", on.schema_id, "C")
+    privileges.require(session, "cluster", cluster.id, "UC")
     label = None if stmt.keys is None else [re.sub(r"\W+", "_", k).strip("_") or "expr" for k, _ in keys]
     name = stmt.name or _default_name(session, on.schema_id, on.name, label)
     existing = cat.find_item(on.schema_id, name)

@@ -12,7 +12,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, dataflow_errors, indexes, planning
+from weir.adapter import api, dataflow_errors, indexes, planning, privileges
 from weir.errors import SqlState, WeirError
 from weir.http import metrics
 from weir.http.metrics import READS_THROUGH_INDEXES
@@ -169,6 +169,7 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
     UPDATE/DELETE/INSERT ... SELECT, which reads the latest data whatever the session's
     transaction has read. `cluster_id`: where to run it instead of the session's cluster."""
     coord = session.coord
+    privileges.require_read(session, plan.depends_on)
     await coord.flush_implicit_writes(session)
     if plan.constant:
         if as_of is not None:
@@ -191,6 +192,7 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
     await coord.builtin_writes_settled(inputs)
     session.lifecycle("optimization-finished")
     at = await timestamp_as_of(session, inputs, as_of) if as_of is not None else None
+    privileges.require(session, "cluster", cluster_id or coord.current_cluster(session).id, "U")
     if not for_write and plan.fast_path is not None:
         fast = await _fast_path(session, plan.fast_path, params, plan.param_types, inputs, tag_prefix, at)
         if fast is not None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from sqlglot import exp
 
-from weir.adapter import api, indexes, planning, query
+from weir.adapter import api, indexes, planning, privileges, query
 from weir.adapter.subscribe_output import SubscribeOutput
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -78,6 +78,8 @@ async def subscribe(session: Session, stmt: st.Subscribe, *, cluster_id: str | N
     plan = planning.plan(session, target)
     inputs = plan.inputs
     refuse_mz_now(plan)
+    privileges.require_read(session, plan.depends_on)
+    privileges.require(session, "cluster", cluster_id or coord.current_cluster(session).id, "U")
     direct = _direct(target, inputs)
     if direct is not None:
         data_cols = [api.Column(c.name, c.type) for c in direct.columns]

@@ -445,6 +445,13 @@ class ObjectsMixin(CatalogBase):
 
     # -- privileges --------------------------------------------------------------------
 
+    def set_owner(self, object_type: str, object_id: str, owner_id: str) -> None:
+        """ALTER ... OWNER TO: object_type is database, schema, cluster or item."""
+        table = {"database": t.databases, "schema": t.schemas, "cluster": t.clusters, "item": t.items}[object_type]
+        with self._write() as c:
+            self._require_role_id(c, owner_id)
+            c.execute(update(table).where(table.c.id == object_id).values(owner_id=owner_id))
+
     def grant_privileges(self, object_type: str, object_id: str, grantee_id: str,
                          privileges: str, grantor_id: str) -> Privilege:
         """Add ACL letters (e.g. 'r', 'arwd', 'U') for a grantee on an object."""

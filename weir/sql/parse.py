@@ -303,7 +303,17 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
     if head == "SHOW":
         from weir.sql.parse_show import parse_show
 
+        if upper[1:2] == ["PRIVILEGES"]:
+            from weir.sql.parse_privileges import parse_show_privileges
+
+            return parse_show_privileges(text)
         return parse_show(text, words, upper)
+    if head == "ALTER" and "OWNER" in upper:
+        from weir.sql.parse_privileges import parse_alter_owner
+
+        found = parse_alter_owner(text)
+        if found is not None:
+            return found
     if head == "SET":
         if len(upper) > 1 and upper[1] == "TRANSACTION":
             return st.SetVariable(text, "transaction_isolation", parse_set.isolation(" ".join(words[2:])), True)

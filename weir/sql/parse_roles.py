@@ -64,8 +64,12 @@ def role_options(words: list[str]) -> st.RoleOptions:
 
 def parse_grant(text: str, words: list[str], upper: list[str], revoke: bool) -> st.Statement:
     sep = "FROM" if revoke else "TO"
-    if sep not in upper or " ON " in f" {' '.join(upper)} ":
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "GRANT/REVOKE of object privileges not yet supported")
+    if " ON " in f" {' '.join(upper)} ":
+        from weir.sql.parse_privileges import parse_grant as parse_object_grant
+
+        return parse_object_grant(text)
+    if sep not in upper:
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in {'REVOKE' if revoke else 'GRANT'}")
     k = upper.index(sep)
     roles = [ident(r.strip()) for r in " ".join(words[1:k]).split(",") if r.strip()]
     members = [ident(m.strip()) for m in " ".join(words[k + 1:]).split(",") if m.strip()]

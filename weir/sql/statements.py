@@ -216,6 +216,47 @@ class GrantRole(Statement):
 
 
 @dataclass
+class GrantPrivileges(Statement):
+    """GRANT | REVOKE {priv [, ...] | ALL [PRIVILEGES]} ON [TABLE | VIEW | MATERIALIZED VIEW |
+    SOURCE | DATABASE | SCHEMA | CLUSTER] name [, ...] TO | FROM role [, ...]."""
+
+    privileges: list[str] = field(default_factory=list)  # names (SELECT, ...); empty: ALL
+    object_type: str = "table"  # table (any relation) | view | materialized view | source | database | schema | cluster
+    names: list[list[str]] = field(default_factory=list)
+    grantees: list[str] = field(default_factory=list)  # role names; "PUBLIC"
+    revoke: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "revoke_privilege" if self.revoke else "grant_privilege"
+
+
+@dataclass
+class AlterOwner(Statement):
+    """ALTER <kind> name OWNER TO role."""
+
+    object_type: str = ""
+    name: list[str] = field(default_factory=list)
+    new_owner: str = ""
+
+    @property
+    def kind(self) -> str:
+        return "alter_owner"
+
+
+@dataclass
+class ShowPrivileges(Statement):
+    """SHOW PRIVILEGES [ON TABLES | DATABASES | SCHEMAS | CLUSTERS] [FOR role]."""
+
+    on: str | None = None
+    role: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return "show_privileges"
+
+
+@dataclass
 class CreateDatabase(Statement):
     name: str = ""
     if_not_exists: bool = False
