@@ -8,6 +8,7 @@ materialized view, and reinstalls every index when the server restarts."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from sqlglot import exp
 from weir.adapter import api, mviews, planning, privileges, query
 from weir.catalog.model import INDEX, Item
 from weir.errors import SqlState, WeirError
+from weir.http.metrics import INDEX_HISTORY_BYTES
 from weir.sql import statements as st
 from weir.sql.resolve import RelationDesc
 
@@ -175,8 +177,12 @@ def allow_compaction(coord: Coordinator) -> None:
 
     sinces = coord.index_sinces
     live = set()
+    statuses = coord.compute.dataflow_statuses()
     for item in _cached(coord)["all"]:
         live.add(item.id)
+        if item.id in statuses:
+            INDEX_HISTORY_BYTES.labels(item.id).set(
+                max(int(st.get("history_bytes") or 0) for st in statuses[item.id].values()))
         frontier = write_frontier(coord, item.id)
         if not frontier:
             continue  # not hydrated yet: it keeps what it hydrated at
@@ -190,6 +196,8 @@ def allow_compaction(coord: Coordinator) -> None:
             coord.compute.allow_compaction(item.cluster_id or "", item.id, since)
     for gone in set(sinces) - live:
         del sinces[gone]
+        with contextlib.suppress(KeyError):  # never reported
+            INDEX_HISTORY_BYTES.remove(gone)
     for gone in set(coord.index_as_ofs) - live:
         del coord.index_as_ofs[gone]
 

@@ -33,6 +33,9 @@ STATEMENT_LOG_DROPPED = Counter(
 HOLD_ADVANCES = Counter("weir_hold_advances_total", "Hold advances made durable (ALTER HOLD ... ADVANCE and MAX LAG)")
 HOLD_ADVANCE_BATCHES = Counter("weir_hold_advance_batches_total",
                                "Catalog transactions that committed hold advances (advances / batches = batch size)")
+INDEX_HISTORY_BYTES = Gauge(
+    "weir_index_history_bytes", "Memory of the updates an index's arrangement keeps for reads before its upper "
+    "(the most any replica reports): the last 10 s, or from the earliest hold on it", ["index_id"])
 REPLICAS_ONLINE = Gauge("weir_replicas_online", "Replica processes connected and heartbeating")
 
 
