@@ -83,6 +83,10 @@ class Holds:
         self.names: dict[tuple[str, str], str] = {}  # (schema id, name) -> hold id: ADVANCE finds holds here
         self._name_of: dict[str, tuple[str, str]] = {}
         self._pending: dict[str, tuple[dict[str, Any], list[asyncio.Future[None]]]] = {}
+        self._search_paths: dict[tuple[Any, ...], list[str]] = {}
+        self._items: dict[str, Item] = {}  # hold id -> its item, for mz_holds rows (per generation)
+        self._databases: dict[str, str | None] = {}  # schema id -> database id (per generation)
+        self._items_generation = -1
         self._batcher: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.lag = hold_lag(coord)  # mz_internal.mz_hold_lag
@@ -120,6 +124,20 @@ class Holds:
         """The earliest time a hold on this object keeps (None: no hold on it)."""
         return min((int(self.definitions[h]["at"]) for h in self.on_object.get(object_id, ())
                     if h in self.definitions), default=None)
+
+    def search_path_schemas(self, session: Session) -> list[str]:
+        """The ids of the session's search path schemas (cached per catalog generation:
+        ADVANCE resolves a name on every call)."""
+        key = (self.coord.catalog.generation, session.database, tuple(session.search_path))
+        found = self._search_paths.get(key)
+        if found is None:
+            cat = self.coord.catalog
+            db = self.coord.lookup_database(session.database)
+            found = [s.id for s in (cat.find_schema(db.id, n) for n in session.search_path) if s is not None]
+            if len(self._search_paths) > 64 or any(k[0] != key[0] for k in self._search_paths):
+                self._search_paths.clear()
+            self._search_paths[key] = found
+        return found
 
     def named(self, hold_id: str, schema_id: str, name: str) -> None:
         """Index a hold under its (new) name."""
@@ -195,7 +213,7 @@ class Holds:
         cat = self.coord.catalog
         live = {h: d for h, (d, _) in batch.items() if h in self.read_holds}  # not dropped meanwhile
         old = {h: self.definitions[h] for h in live}
-        after = cat.set_definitions(live)
+        cat.set_definitions(live, reload=False)
         for h, d in live.items():
             rh = self.read_holds[h]
             if int(d["at"]) > rh.ts:
@@ -203,10 +221,26 @@ class Holds:
             self.definitions[h] = d
         metrics.HOLD_ADVANCE_BATCHES.inc()
         metrics.HOLD_ADVANCES.inc(len(live))
-        databases = {sid: cat.get_schema_by_id(sid).database_id for sid in {i.schema_id for i in after}}
+        items, databases = self._rows_of(list(live))
         await self.coord.replace_builtin_rows(
-            HOLDS_RELATION, [hold_row(replace(i, definition=old[i.id]), databases[i.schema_id]) for i in after],
-            [hold_row(i, databases[i.schema_id]) for i in after])
+            HOLDS_RELATION, [hold_row(replace(items[h], definition=old[h]), databases[items[h].schema_id]) for h in live],
+            [hold_row(replace(items[h], definition=live[h]), databases[items[h].schema_id]) for h in live])
+
+    def _rows_of(self, hold_ids: list[str]) -> tuple[dict[str, Item], dict[str, str | None]]:
+        """The holds' catalog items (name, schema, owner: what mz_holds shows besides the
+        definition) and their schemas' databases, read once per catalog generation."""
+        cat = self.coord.catalog
+        if self._items_generation != cat.generation:
+            self._items.clear()
+            self._databases.clear()
+            self._items_generation = cat.generation
+        missing = [h for h in hold_ids if h not in self._items]
+        if missing:
+            for item in cat.list_items(HOLD):
+                self._items[item.id] = item
+        for schema_id in {self._items[h].schema_id for h in hold_ids} - set(self._databases):
+            self._databases[schema_id] = cat.get_schema_by_id(schema_id).database_id
+        return self._items, self._databases
 
     # -- MAX LAG -----------------------------------------------------------------------
 
@@ -246,11 +280,9 @@ def find_id(session: Session, parts: list[str], *, missing_ok: bool = False) -> 
     coord = session.coord
     names = coord.holds.names
     if len(parts) == 1:
-        db = coord.lookup_database(session.database)
-        for name in session.search_path:
-            schema = coord.catalog.find_schema(db.id, name)
-            if schema is not None and (schema.id, parts[0]) in names:
-                return names[(schema.id, parts[0])]
+        for schema_id in coord.holds.search_path_schemas(session):
+            if (schema_id, parts[0]) in names:
+                return names[(schema_id, parts[0])]
     else:
         schema = coord.lookup_schema(parts[0] if len(parts) == 3 else session.database, parts[-2])
         if (schema.id, parts[-1]) in names:

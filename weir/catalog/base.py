@@ -76,11 +76,20 @@ class CatalogBase:
         self._lock = threading.RLock()
         self._local = threading.local()
         self._generation = 0
+        self._revision = 0
 
     @property
     def generation(self) -> int:
-        """Bumped by every committed change made through this Catalog."""
+        """Bumped by every committed change to what objects are: names, kinds, columns,
+        dependencies, owners, privileges (what plans, name lookups and builtin relations
+        are cached on). A change of an item's definition alone (`set_definitions`: a hold
+        advancing, a durable subscription acknowledged) bumps only `revision`."""
         return self._generation
+
+    @property
+    def revision(self) -> int:
+        """Bumped by every committed change made through this Catalog."""
+        return self._revision
 
     def close(self) -> None:
         self._engine.dispose()
@@ -120,10 +129,13 @@ class CatalogBase:
             tx = conn.begin()
             self._local.conn = conn
             self._local.dirty = False
+            self._local.structural = False
             try:
                 yield self
                 tx.commit()
                 if self._local.dirty:
+                    self._revision += 1
+                if self._local.structural:
                     self._generation += 1
             except BaseException:
                 if tx.is_active:
@@ -131,16 +143,19 @@ class CatalogBase:
                 raise
             finally:
                 self._local.conn = None
-                self._local.dirty = False
+                self._local.dirty = self._local.structural = False
                 conn.close()
 
     @contextmanager
-    def _write(self, dirty: bool = True) -> Iterator[Connection]:
+    def _write(self, dirty: bool = True, structural: bool = True) -> Iterator[Connection]:
         """A connection for one mutating call (its own transaction or a savepoint).
-        `dirty=False` for writes that do not change catalog objects (oracle, kv)."""
+        `dirty=False` for writes that do not change catalog objects (oracle, kv);
+        `structural=False` for changes of item definitions only (see `generation`)."""
         with self.transaction():
             if dirty:
                 self._local.dirty = True
+                if structural:
+                    self._local.structural = True
             conn = self._current()
             assert conn is not None
             yield conn

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
 
 from weir.catalog import tables as t
 from weir.catalog.base import CatalogBase, id_key
@@ -366,15 +366,16 @@ class ObjectsMixin(CatalogBase):
                               [{"item_id": item_id, "depends_on": d} for d in deps])
             return self._load_items(c, t.items.c.id == item_id)[0]
 
-    def set_definitions(self, definitions: dict[str, dict[str, Any]]) -> list[Item]:
+    def set_definitions(self, definitions: dict[str, dict[str, Any]], reload: bool = True) -> list[Item]:
         """Replace the definitions of several items in one transaction (batched hold
-        advances: one commit for every ALTER HOLD ... ADVANCE waiting)."""
+        advances: one commit for every ALTER HOLD ... ADVANCE waiting); the items as they
+        are now, unless `reload` is False (then [])."""
         if not definitions:
             return []
-        with self._write() as c:
-            for item_id, definition in definitions.items():
-                c.execute(update(t.items).where(t.items.c.id == item_id).values(definition=dumps(definition)))
-            return self._load_items(c, t.items.c.id.in_(sorted(definitions)))
+        with self._write(structural=False) as c:
+            c.execute(update(t.items).where(t.items.c.id == bindparam("item_id")).values(definition=bindparam("body")),
+                      [{"item_id": i, "body": dumps(d)} for i, d in definitions.items()])
+            return self._load_items(c, t.items.c.id.in_(sorted(definitions))) if reload else []
 
     def _dependent_ids(self, c: Connection, roots: Iterable[str]) -> set[str]:
         """Transitive dependents of `roots` (excluding the roots themselves)."""

@@ -59,6 +59,7 @@ class Catalog(ClustersMixin):
     def __init__(self, url: str) -> None:
         super().__init__(url)
         self._snapshot: Snapshot | None = None
+        self._snapshot_revision = -1
         t.metadata.create_all(self._engine)
         with self.transaction():
             if self.get_metadata("catalog_version") is None:
@@ -134,8 +135,7 @@ class Catalog(ClustersMixin):
         committed change (inside a transaction: fresh, with its own changes)."""
         with self._lock:
             cached = self._snapshot
-            if (not self.in_transaction and cached is not None
-                    and cached.generation == self._generation):
+            if not self.in_transaction and cached is not None and self._snapshot_revision == self._revision:
                 return cached
             with self._read() as c:
                 members = c.execute(select(t.role_members)).all()
@@ -153,7 +153,7 @@ class Catalog(ClustersMixin):
                     privileges=tuple(self.list_privileges()),
                 )
             if not self.in_transaction:
-                self._snapshot = snap
+                self._snapshot, self._snapshot_revision = snap, self._revision
             return snap
 
     # -- system variables (ALTER SYSTEM) -----------------------------------------------
