@@ -77,6 +77,7 @@ class CatalogBase:
         self._local = threading.local()
         self._generation = 0
         self._revision = 0
+        self._decoded_items: dict[Any, Any] = {}  # (row, dependencies) -> Item (ObjectsMixin)
 
     @property
     def generation(self) -> int:

@@ -220,18 +220,26 @@ class ObjectsMixin(CatalogBase):
             dq = dq.where(t.item_dependencies.c.item_id.in_([r.id for r in rows]))
         for d in c.execute(dq):
             deps.setdefault(d.item_id, []).append(d.depends_on)
-        out = [
-            Item(
-                id=r.id, oid=int(r.oid), schema_id=r.schema_id, name=r.name, kind=r.kind,
-                owner_id=r.owner_id, cluster_id=r.cluster_id,
-                columns=tuple(ColumnDef.from_json(x) for x in json.loads(r.columns)),
-                create_sql=r.create_sql, definition=json.loads(r.definition),
-                created_at=datetime.fromtimestamp(r.created_at / 1000, UTC),
-                dependencies=tuple(sorted(deps.get(r.id, ()), key=id_key)),
-                database_name=r.database_name, schema_name=r.schema_name,
-            )
-            for r in rows
-        ]
+        # Items are immutable: one whose row and dependencies are unchanged is reused rather
+        # than decoded again (a snapshot reads every item after every DDL)
+        cache = self._decoded_items
+        out = []
+        for r in rows:
+            key = (tuple(r), tuple(deps.get(r.id, ())))
+            item = cache.get(key)
+            if item is None:
+                item = cache[key] = Item(
+                    id=r.id, oid=int(r.oid), schema_id=r.schema_id, name=r.name, kind=r.kind,
+                    owner_id=r.owner_id, cluster_id=r.cluster_id,
+                    columns=tuple(ColumnDef.from_json(x) for x in json.loads(r.columns)),
+                    create_sql=r.create_sql, definition=json.loads(r.definition),
+                    created_at=datetime.fromtimestamp(r.created_at / 1000, UTC),
+                    dependencies=tuple(sorted(deps.get(r.id, ()), key=id_key)),
+                    database_name=r.database_name, schema_name=r.schema_name,
+                )
+            out.append(item)
+        if len(cache) > 4 * len(rows) + 10_000:  # old versions of items
+            cache.clear()
         return sorted(out, key=lambda i: id_key(i.id))
 
     def find_item(self, schema_id: str, name: str) -> Item | None:
