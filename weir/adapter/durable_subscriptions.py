@@ -219,6 +219,15 @@ def find(session: Session, parts: list[str], *, missing_ok: bool = False) -> Ite
     raise WeirError(SqlState.UNDEFINED_OBJECT, f'unknown durable subscription "{".".join(parts)}"')
 
 
+def _owned(session: Session, parts: list[str]) -> Item:
+    """The durable subscription named, for its owner only: reading, acknowledging and
+    altering it move its position, which is its owner's."""
+    item = find(session, parts)
+    assert item is not None
+    privileges.require_owner(session, "item", item.id)
+    return item
+
+
 def _check_start(coord: Coordinator, inputs: list[str], t: int, names: dict[str, str]) -> None:
     storage = coord.storage
     for sid in inputs:
@@ -288,9 +297,7 @@ async def create(session: Session, stmt: st.CreateDurableSubscription) -> api.Co
 async def acknowledge(session: Session, stmt: st.AcknowledgeDurableSubscription) -> api.Command:
     coord = session.coord
     subs = coord.durable_subscriptions
-    item = find(session, stmt.name)
-    assert item is not None
-    privileges.require_owner(session, "item", item.id)
+    item = _owned(session, stmt.name)
     d = subs.definitions[item.id]
     if d["state"] != ACTIVE:
         raise _expired_error(item.name, d)
@@ -316,9 +323,7 @@ async def acknowledge(session: Session, stmt: st.AcknowledgeDurableSubscription)
 async def alter(session: Session, stmt: st.AlterDurableSubscription) -> api.Command:
     coord = session.coord
     subs = coord.durable_subscriptions
-    item = find(session, stmt.name)
-    assert item is not None
-    privileges.require_owner(session, "item", item.id)
+    item = _owned(session, stmt.name)
     if stmt.action == "rename":
         assert stmt.new_name is not None
         subs.items[item.id] = coord.catalog.alter_item(item.id, name=stmt.new_name)
@@ -344,9 +349,7 @@ async def subscribe(session: Session, stmt: st.Subscribe) -> tuple[list[api.Colu
     coord = session.coord
     subs = coord.durable_subscriptions
     assert stmt.durable is not None
-    item = find(session, stmt.durable)
-    assert item is not None
-    privileges.require_owner(session, "item", item.id)  # its position is its owner's
+    item = _owned(session, stmt.durable)
     d = subs.definitions[item.id]
     if d["state"] != ACTIVE:
         raise _expired_error(item.name, d)

@@ -14,7 +14,7 @@ from weir.sql import parse_words
 from weir.sql import statements as st
 from weir.sql.parse_holds import interval_text
 
-_NAME = r'(?:"(?:[^"]|"")+"|[\w$]+)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[\w$]+))*'
+_NAME = parse_words.NAME_PATTERN
 _CREATE = re.compile(
     rf"^CREATE\s+DURABLE\s+SUBSCRIPTION\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{_NAME})"
     r"(?:\s+IN\s+CLUSTER\s+(?P<cluster>\"(?:[^\"]|\"\")+\"|[\w$]+))?"

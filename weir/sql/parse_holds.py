@@ -13,7 +13,7 @@ from weir.errors import SqlState, WeirError
 from weir.sql import parse_words
 from weir.sql import statements as st
 
-_NAME = r'(?:"(?:[^"]|"")+"|[\w$]+)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[\w$]+))*'
+_NAME = parse_words.NAME_PATTERN
 _CREATE = re.compile(
     rf"^CREATE\s+HOLD\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?(?P<name>{_NAME})\s+ON\s+(?P<objects>{_NAME}(?:\s*,\s*{_NAME})*)"
     r"(?:\s+AT\s+(?P<at>.+?))?(?:\s+WITH\s*\((?P<opts>.*)\))?\s*;?\s*$", re.IGNORECASE | re.DOTALL)

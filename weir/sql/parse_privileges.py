@@ -9,7 +9,7 @@ from weir.errors import SqlState, WeirError
 from weir.sql import parse_words
 from weir.sql import statements as st
 
-_NAME = r'(?:"(?:[^"]|"")+"|[\w$]+)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[\w$]+))*'
+_NAME = parse_words.NAME_PATTERN
 _TYPES = r"TABLE|VIEW|MATERIALIZED\s+VIEW|SOURCE|DATABASE|SCHEMA|CLUSTER"
 _GRANT = re.compile(
     rf"^(?P<verb>GRANT|REVOKE)\s+(?P<privs>.+?)\s+ON\s+(?:(?P<type>{_TYPES})\s+)?(?P<names>{_NAME}(?:\s*,\s*{_NAME})*)"

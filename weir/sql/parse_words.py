@@ -8,6 +8,8 @@ import re
 from weir.errors import SqlState, WeirError
 
 WS = re.compile(r"\s+")
+# a possibly qualified, possibly quoted name, as a regex fragment (the statement parsers' NAME)
+NAME_PATTERN = r'(?:"(?:[^"]|"")+"|[\w$]+)(?:\s*\.\s*(?:"(?:[^"]|"")+"|[\w$]+))*'
 
 
 def split_words(text: str) -> list[str]:
