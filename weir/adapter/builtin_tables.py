@@ -1,6 +1,7 @@
 """The builtin relations the coordinator writes from the catalog (mz_catalog.mz_tables,
-mz_holds, ...): recomputed and diffed after DDL (`catalog_changed`), changed row by row
-where a statement knows its rows (`replace_rows`: a batch of hold advances), and read by
+mz_holds, ...): brought up to date after DDL (`catalog_changed`; only the changed items'
+rows when only items changed, weir.catalog.builtin_contents), changed item by item where
+a statement knows its rows (`replace_item_rows`: a batch of hold advances), and read by
 sessions only once what was queued before them is appended (`writes_settled`)."""
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ import asyncio
 import collections
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from weir.catalog.builtin_contents import BuiltinContents, Changes, Row
 from weir.catalog.builtins import BUILTIN_TABLES, BuiltinTable
 
 if TYPE_CHECKING:
@@ -29,10 +31,10 @@ class BuiltinWriter:
 
     def __init__(self, coord: Coordinator) -> None:
         self.coord = coord
-        self._rows: dict[str, collections.Counter[tuple[Any, ...]]] = {}
+        self.contents = BuiltinContents()
         self._lock = asyncio.Lock()
         self._generation = -1  # the catalog generation the builtin relations show
-        self._queued: dict[str, collections.Counter[tuple[Any, ...]]] = {}  # incremental changes not yet appended
+        self._queued: dict[str, collections.Counter[Row]] = {}  # incremental changes not yet appended
         self._flush_task: asyncio.Task[None] | None = None
         self._seq = 0  # incremental changes queued so far
         self._done = 0  # of those, how many are appended (or failed)
@@ -45,14 +47,13 @@ class BuiltinWriter:
             since, upper = self.coord.storage.frontiers(b.id)
             as_of = max(min(ts, upper - 1), since)
             table = await self.coord.storage.snapshot(b.id, as_of)
-            counts: collections.Counter[tuple[Any, ...]] = collections.Counter()
             names = [name for name, _ in b.columns]
+            stored: list[tuple[Row, int]] = []
             if table.num_rows:
                 cols_py = [table.column(n).to_pylist() for n in names]
                 diffs = table.column("mz_diff").to_pylist()
-                for row, d in zip(zip(*cols_py, strict=True), diffs, strict=True):
-                    counts[_hashable(row)] += d
-            self._rows[b.id] = counts
+                stored = list(zip(zip(*cols_py, strict=True), diffs, strict=True))
+            self.contents.load(b, stored)
         self._generation = -1
         await self.catalog_changed()
 
@@ -68,20 +69,8 @@ class BuiltinWriter:
             snapshot = self.coord.catalog.snapshot()
             if settled:
                 self._generation = snapshot.generation
-            updates: dict[str, pa.Table] = {}
-            for b in BUILTIN_TABLES:
-                if b.runtime:
-                    continue
-                new = collections.Counter(_hashable(r) for r in b.rows(snapshot))
-                old = self._rows.get(b.id, collections.Counter())
-                if new == old:
-                    continue
-                diff = collections.Counter(new)
-                diff.subtract(old)
-                rows = [(r, d) for r, d in diff.items() if d != 0]
-                if rows:
-                    updates[b.id] = builtin_updates(b, rows)
-                self._rows[b.id] = new
+            updates = {bid: builtin_updates(BUILTIN_BY_ID[bid], rows)
+                       for bid, rows in self.contents.update(snapshot).items()}
             queued, taken = self._take_queued()
             for bid, table in queued.items():  # one append with the queued changes: never reordered
                 updates[bid] = pa.concat_tables([updates[bid], table]) if bid in updates else table
@@ -90,23 +79,17 @@ class BuiltinWriter:
         if done is not None and done.exception() is not None:
             raise done.exception()
 
-    async def replace_rows(self, builtin: BuiltinTable, old: list[Any], new: list[Any]) -> None:
-        """Retract `old` rows of one builtin relation and insert `new` ones, without
-        recomputing it from the catalog (a batch of hold advances touches a few rows of
-        mz_holds among thousands). The catalog must already hold what `new` says. Returns
-        once the change is queued: queued changes are appended together every
-        FLUSH_S (one shard commit for many batches of advances), and reads of
-        builtin relations wait for what was queued before them (`builtin_writes_settled`),
-        so a session reads what it changed."""
+    async def replace_item_rows(self, builtin: BuiltinTable, rows: dict[str, list[Row]]) -> None:
+        """Set some items' rows of one builtin relation, without a catalog snapshot (a batch
+        of hold advances touches a few rows of mz_holds among thousands). The catalog must
+        already hold what `rows` say. Returns once the change is queued: queued changes are
+        appended together every FLUSH_S (one shard commit for many batches of advances),
+        and reads of builtin relations wait for what was queued before them
+        (`builtin_writes_settled`), so a session reads what it changed."""
         async with self._lock:
-            counts = self._rows.setdefault(builtin.id, collections.Counter())
             queued = self._queued.setdefault(builtin.id, collections.Counter())
-            for row in old:
-                counts[_hashable(row)] -= 1
-                queued[_hashable(row)] -= 1
-            for row in new:
-                counts[_hashable(row)] += 1
-                queued[_hashable(row)] += 1
+            for row, diff in self.contents.replace_item_rows(builtin, rows):
+                queued[row] += diff
             self._seq += 1
             if self._flush_task is None or self._flush_task.done():
                 self._flush_task = asyncio.create_task(self._flush(), name="builtin-flush")
@@ -129,10 +112,6 @@ class BuiltinWriter:
             rows = [(r, d) for r, d in queued.items() if d != 0]
             if rows:
                 updates[bid] = builtin_updates(BUILTIN_BY_ID[bid], rows)
-            counts = self._rows.get(bid, collections.Counter())
-            for r, _ in rows:
-                if counts.get(r) == 0:
-                    del counts[r]
         self._queued = {}
         return updates, self._seq
 
@@ -170,11 +149,7 @@ class BuiltinWriter:
             await self._progress.wait_for(lambda: self._done >= target)
 
 
-def _hashable(row: Any) -> tuple[Any, ...]:
-    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
-
-
-def builtin_updates(b: BuiltinTable, rows: list[tuple[tuple[Any, ...], int]]) -> pa.Table:
+def builtin_updates(b: BuiltinTable, rows: Changes) -> pa.Table:
     arrays = {}
     columns = list(zip(*(r for r, _ in rows), strict=True)) if rows else [()] * len(b.columns)
     for (name, t), column in zip(b.columns, columns, strict=True):

@@ -213,8 +213,8 @@ class Coordinator(api.Coordinator):
     async def catalog_changed(self) -> None:
         await self.builtins.catalog_changed()
 
-    async def replace_builtin_rows(self, builtin: BuiltinTable, old: list[Any], new: list[Any]) -> None:
-        await self.builtins.replace_rows(builtin, old, new)
+    async def replace_builtin_item_rows(self, builtin: BuiltinTable, rows: dict[str, list[Any]]) -> None:
+        await self.builtins.replace_item_rows(builtin, rows)
 
     async def builtin_writes_settled(self, ids: Iterable[str]) -> None:
         ids = list(ids)

@@ -212,7 +212,6 @@ class Holds:
         history than the catalog: it moved back before (advance), and moves forward after."""
         cat = self.coord.catalog
         live = {h: d for h, (d, _) in batch.items() if h in self.read_holds}  # not dropped meanwhile
-        old = {h: self.definitions[h] for h in live}
         cat.set_definitions(live, reload=False)
         for h, d in live.items():
             rh = self.read_holds[h]
@@ -222,9 +221,8 @@ class Holds:
         metrics.HOLD_ADVANCE_BATCHES.inc()
         metrics.HOLD_ADVANCES.inc(len(live))
         items, databases = self._rows_of(list(live))
-        await self.coord.replace_builtin_rows(
-            HOLDS_RELATION, [hold_row(replace(items[h], definition=old[h]), databases[items[h].schema_id]) for h in live],
-            [hold_row(replace(items[h], definition=live[h]), databases[items[h].schema_id]) for h in live])
+        await self.coord.replace_builtin_item_rows(HOLDS_RELATION, {
+            h: [hold_row(replace(items[h], definition=live[h]), databases[items[h].schema_id])] for h in live})
 
     def _rows_of(self, hold_ids: list[str]) -> tuple[dict[str, Item], dict[str, str | None]]:
         """The holds' catalog items (name, schema, owner: what mz_holds shows besides the

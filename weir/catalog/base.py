@@ -12,7 +12,7 @@ never deadlock on a read-to-write upgrade; busy_timeout makes them wait.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -78,6 +78,9 @@ class CatalogBase:
         self._generation = 0
         self._revision = 0
         self._decoded_items: dict[Any, Any] = {}  # (row, dependencies) -> Item (ObjectsMixin)
+        # ids of items changed by commits since the cached snapshot (Catalog.snapshot reloads
+        # only those); every write to items or their dependencies goes through _touch_items
+        self._items_touched: set[str] = set()
 
     @property
     def generation(self) -> int:
@@ -131,9 +134,11 @@ class CatalogBase:
             self._local.conn = conn
             self._local.dirty = False
             self._local.structural = False
+            self._local.touched = set()
             try:
                 yield self
                 tx.commit()
+                self._items_touched |= self._local.touched
                 if self._local.dirty:
                     self._revision += 1
                 if self._local.structural:
@@ -145,6 +150,7 @@ class CatalogBase:
             finally:
                 self._local.conn = None
                 self._local.dirty = self._local.structural = False
+                self._local.touched = set()
                 conn.close()
 
     @contextmanager
@@ -160,6 +166,12 @@ class CatalogBase:
             conn = self._current()
             assert conn is not None
             yield conn
+
+    def _touch_items(self, ids: Iterable[str]) -> None:
+        """Record, inside a write, which items it changes (added, altered or dropped): the
+        next snapshot reloads only those. A savepoint rolled back leaves them recorded,
+        which costs a reload and nothing else."""
+        self._local.touched.update(ids)
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:

@@ -106,10 +106,9 @@ def acl(snap: Snapshot, object_type: str, object_id: str, owner_id: str) -> list
     if own:
         out.append(f"{owner_id}={own}/{owner_id}")
     kind = "item" if object_type not in ("database", "schema", "cluster") else object_type
-    for p in snap.privileges:
-        if p.object_type == kind and p.object_id == object_id:
-            grantee = "" if p.grantee_id == PUBLIC_ROLE_ID else p.grantee_id
-            out.append(f"{grantee}={p.privileges}/{p.grantor_id}")
+    for p in snap.privileges_on.get((kind, object_id), ()):
+        grantee = "" if p.grantee_id == PUBLIC_ROLE_ID else p.grantee_id
+        out.append(f"{grantee}={p.privileges}/{p.grantor_id}")
     return out
 
 
@@ -118,8 +117,27 @@ def redact(sql: str) -> str:
     return redact_sql(sql)
 
 
-def _items(snap: Snapshot, kind: str, user_only: bool = True) -> list[Item]:
-    return [i for i in snap.items if i.kind == kind and not (user_only and i.builtin)]
+class ItemRows:
+    """A builtin relation computed item by item: its rows are `of(snapshot, item)` over every
+    item, so after a change of a few items the builtin writer recomputes only their rows."""
+
+    def __init__(self, of: Callable[[Snapshot, Item], list[Row]]) -> None:
+        self.of = of
+
+    def __call__(self, snap: Snapshot) -> list[Row]:
+        return [r for i in snap.items for r in self.of(snap, i)]
+
+
+def _item_rows(kind: str | None = None, user_only: bool = True
+               ) -> Callable[[Callable[[Snapshot, Item], list[Row]]], ItemRows]:
+    """Decorates a row function of one item of `kind` (any kind: None)."""
+    def wrap(fn: Callable[[Snapshot, Item], list[Row]]) -> ItemRows:
+        def of(s: Snapshot, i: Item) -> list[Row]:
+            if (kind is not None and i.kind != kind) or (user_only and i.builtin):
+                return []
+            return fn(s, i)
+        return ItemRows(of)
+    return wrap
 
 
 def _interval(text: str | None) -> timedelta | None:
@@ -141,64 +159,65 @@ def _schemas(s: Snapshot) -> list[Row]:
              acl(s, "schema", x.id, x.owner_id)) for x in s.schemas]
 
 
-def _tables(s: Snapshot) -> list[Row]:
+@_item_rows(TABLE)
+def _tables(s: Snapshot, i: Item) -> list[Row]:
     return [(i.id, i.oid, i.schema_id, i.name, i.owner_id, acl(s, i.kind, i.id, i.owner_id),
-             i.create_sql, redact(i.create_sql), i.definition.get("source_id"))
-            for i in _items(s, TABLE)]
+             i.create_sql, redact(i.create_sql), i.definition.get("source_id"))]
 
 
-def _views(s: Snapshot) -> list[Row]:
+@_item_rows(VIEW)
+def _views(s: Snapshot, i: Item) -> list[Row]:
     return [(i.id, i.oid, i.schema_id, i.name, i.definition.get("query", ""), i.owner_id,
-             acl(s, i.kind, i.id, i.owner_id), i.create_sql, redact(i.create_sql))
-            for i in _items(s, VIEW)]
+             acl(s, i.kind, i.id, i.owner_id), i.create_sql, redact(i.create_sql))]
 
 
-def _materialized_views(s: Snapshot) -> list[Row]:
+@_item_rows(MATERIALIZED_VIEW)
+def _materialized_views(s: Snapshot, i: Item) -> list[Row]:
     return [(i.id, i.oid, i.schema_id, i.name, i.cluster_id, i.definition.get("query", ""),
-             i.owner_id, acl(s, i.kind, i.id, i.owner_id), i.create_sql, redact(i.create_sql))
-            for i in _items(s, MATERIALIZED_VIEW)]
+             i.owner_id, acl(s, i.kind, i.id, i.owner_id), i.create_sql, redact(i.create_sql))]
 
 
-def _sources(s: Snapshot) -> list[Row]:
+@_item_rows(SOURCE)
+def _sources(s: Snapshot, i: Item) -> list[Row]:
     return [(i.id, i.oid, i.schema_id, i.name, i.definition.get("type", "load-generator"),
              None, None, i.definition.get("envelope_type"), None, None, i.cluster_id,
-             i.owner_id, acl(s, i.kind, i.id, i.owner_id), i.create_sql, redact(i.create_sql))
-            for i in _items(s, SOURCE)]
+             i.owner_id, acl(s, i.kind, i.id, i.owner_id), i.create_sql, redact(i.create_sql))]
 
 
-def _sinks(s: Snapshot) -> list[Row]:
+@_item_rows(SINK)
+def _sinks(s: Snapshot, i: Item) -> list[Row]:
     return [(i.id, i.oid, i.schema_id, i.name, i.definition.get("type", ""), None, None,
              i.definition.get("envelope_type"), i.definition.get("format"), None, None,
-             i.cluster_id, i.owner_id, i.create_sql, redact(i.create_sql))
-            for i in _items(s, SINK)]
+             i.cluster_id, i.owner_id, i.create_sql, redact(i.create_sql))]
 
 
-def _indexes(s: Snapshot) -> list[Row]:
+@_item_rows(INDEX)
+def _indexes(s: Snapshot, i: Item) -> list[Row]:
     return [(i.id, i.oid, i.name,
              i.definition.get("on_id") or (i.dependencies[0] if i.dependencies else ""),
-             i.cluster_id, i.owner_id, i.create_sql, redact(i.create_sql))
-            for i in _items(s, INDEX)]
+             i.cluster_id, i.owner_id, i.create_sql, redact(i.create_sql))]
 
 
-def _index_columns(s: Snapshot) -> list[Row]:
+@_item_rows(INDEX)
+def _index_columns(s: Snapshot, i: Item) -> list[Row]:
     """One row per key of each index: a column of the indexed object (on_position, 1-based)
     or an expression over them (on_expression)."""
     out: list[Row] = []
-    for i in _items(s, INDEX):
-        columns = i.definition.get("columns", [])
-        names = [c["name"] for c in columns]
-        for n, key in enumerate(i.definition.get("keys", []), start=1):
-            if key in names:
-                pos = names.index(key)
-                out.append((i.id, n, pos + 1, None, bool(columns[pos].get("nullable", True))))
-            else:
-                out.append((i.id, n, None, key, True))
+    columns = i.definition.get("columns", [])
+    names = [c["name"] for c in columns]
+    for n, key in enumerate(i.definition.get("keys", []), start=1):
+        if key in names:
+            pos = names.index(key)
+            out.append((i.id, n, pos + 1, None, bool(columns[pos].get("nullable", True))))
+        else:
+            out.append((i.id, n, None, key, True))
     return out
 
 
-def _columns(s: Snapshot) -> list[Row]:
+@_item_rows(user_only=False)
+def _columns(s: Snapshot, i: Item) -> list[Row]:
     return [(i.id, c.name, pos, c.nullable, c.type.name, c.default, c.type.oid, c.type.typmod)
-            for i in s.items for pos, c in enumerate(i.columns, start=1)]
+            for pos, c in enumerate(i.columns, start=1)]
 
 
 def _clusters(s: Snapshot) -> list[Row]:
@@ -234,19 +253,21 @@ def _item_acl(s: Snapshot, i: Item) -> list[str]:
     return acl(s, i.kind, i.id, i.owner_id)
 
 
-def _objects(s: Snapshot) -> list[Row]:
+@_item_rows(user_only=False)
+def _objects(s: Snapshot, i: Item) -> list[Row]:
     return [(i.id, i.oid, i.schema_id, i.name, i.kind, i.owner_id, i.cluster_id,
-             _item_acl(s, i)) for i in s.items]
+             _item_acl(s, i))]
 
 
-def _object_dependencies(s: Snapshot) -> list[Row]:
-    return [(i.id, d) for i in s.items for d in i.dependencies]
+@_item_rows(user_only=False)
+def _object_dependencies(s: Snapshot, i: Item) -> list[Row]:
+    return [(i.id, d) for d in i.dependencies]
 
 
-def _holds(s: Snapshot) -> list[Row]:
+@_item_rows(HOLD)
+def _holds(s: Snapshot, i: Item) -> list[Row]:
     """HOLD objects (weir.adapter.holds): their time and how MAX LAG has moved them."""
-    databases = {x.id: x.database_id for x in s.schemas}
-    return [hold_row(i, databases.get(i.schema_id)) for i in _items(s, HOLD)]
+    return [hold_row(i, s.database_of_schema.get(i.schema_id))]
 
 
 def hold_row(i: Item, database_id: str | None) -> Row:
@@ -258,15 +279,18 @@ def hold_row(i: Item, database_id: str | None) -> Row:
             datetime.fromtimestamp(last / 1000, tz=UTC) if last is not None else None)
 
 
-def _hold_objects(s: Snapshot) -> list[Row]:
-    return [(i.id, d) for i in _items(s, HOLD) for d in i.dependencies]
+@_item_rows(HOLD)
+def _hold_objects(s: Snapshot, i: Item) -> list[Row]:
+    return [(i.id, d) for d in i.dependencies]
 
 
-def _history_retention(s: Snapshot) -> list[Row]:
+@_item_rows()
+def _history_retention(s: Snapshot, i: Item) -> list[Row]:
     """Materialize's mz_history_retention_strategies: every object's compaction window
     ('FOR', milliseconds as jsonb; RETAIN HISTORY sets it, 1 s by default)."""
-    return [(i.id, "FOR", str(int(i.definition.get("retain_history_ms", 1000))))
-            for kind in (TABLE, SOURCE, MATERIALIZED_VIEW, INDEX) for i in _items(s, kind)]
+    if i.kind not in (TABLE, SOURCE, MATERIALIZED_VIEW, INDEX):
+        return []
+    return [(i.id, "FOR", str(int(i.definition.get("retain_history_ms", 1000))))]
 
 
 def _runtime(s: Snapshot) -> list[Row]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from weir.types import BY_NAME, PgType, parse_type
@@ -217,3 +218,25 @@ class Snapshot:
     replicas: tuple[Replica, ...]
     items: tuple[Item, ...]
     privileges: tuple[Privilege, ...]
+    # the catalog revision it shows (-1: inside a transaction), and, when it was made from
+    # the snapshot of `base_revision` by reloading some items, those items (None: dropped)
+    revision: int = field(default=-1, compare=False)
+    base_revision: int = field(default=-1, compare=False)
+    changes: dict[str, Item | None] | None = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def privileges_on(self) -> dict[tuple[str, str], list[Privilege]]:
+        """Grants by (object type, object id): an ACL per object without a scan per object."""
+        out: dict[tuple[str, str], list[Privilege]] = {}
+        for p in self.privileges:
+            out.setdefault((p.object_type, p.object_id), []).append(p)
+        return out
+
+    @cached_property
+    def database_of_schema(self) -> dict[str, str | None]:
+        return {x.id: x.database_id for x in self.schemas}
+
+    def non_item_parts(self) -> tuple[Any, ...]:
+        """Everything but the items: equal in two snapshots when only items changed."""
+        return (self.databases, self.schemas, self.roles, self.role_members, self.clusters,
+                self.replicas, self.privileges)

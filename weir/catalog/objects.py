@@ -315,6 +315,7 @@ class ObjectsMixin(CatalogBase):
                     if d not in have:
                         raise undefined_table(d)
             new_id = item_id or self._next_id(c, "item")
+            self._touch_items([new_id])
             c.execute(insert(t.items).values(
                 id=new_id, oid=oid if oid is not None else self._next_oid(c),
                 schema_id=schema_id, name=name, kind=kind, owner_id=owner_id,
@@ -342,6 +343,7 @@ class ObjectsMixin(CatalogBase):
         """Change the given fields (None keeps); renames check for 42P07."""
         with self._write() as c:
             item = self.get_item(item_id)
+            self._touch_items([item_id])
             values: dict[str, Any] = {}
             if name is not None and name != item.name:
                 other = self.find_item(item.schema_id, name)
@@ -381,6 +383,7 @@ class ObjectsMixin(CatalogBase):
         if not definitions:
             return []
         with self._write(structural=False) as c:
+            self._touch_items(definitions)
             c.execute(update(t.items).where(t.items.c.id == bindparam("item_id")).values(definition=bindparam("body")),
                       [{"item_id": i, "body": dumps(d)} for i, d in definitions.items()])
             return self._load_items(c, t.items.c.id.in_(sorted(definitions))) if reload else []
@@ -424,6 +427,7 @@ class ObjectsMixin(CatalogBase):
             return ()
         order = self._drop_order(c, ids | self._dependent_ids(c, ids))
         all_ids = [i.id for i in order]
+        self._touch_items(all_ids)
         for chunk in range(0, len(all_ids), 500):
             part = all_ids[chunk:chunk + 500]
             c.execute(delete(t.item_dependencies).where(
@@ -459,6 +463,8 @@ class ObjectsMixin(CatalogBase):
         table = {"database": t.databases, "schema": t.schemas, "cluster": t.clusters, "item": t.items}[object_type]
         with self._write() as c:
             self._require_role_id(c, owner_id)
+            if object_type == "item":
+                self._touch_items([object_id])
             c.execute(update(table).where(table.c.id == object_id).values(owner_id=owner_id))
 
     def grant_privileges(self, object_type: str, object_id: str, grantee_id: str,

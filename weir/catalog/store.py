@@ -16,7 +16,7 @@ import time
 from sqlalchemy import delete, insert, select, update
 
 from weir.catalog import tables as t
-from weir.catalog.base import SYSTEM_OID_START
+from weir.catalog.base import SYSTEM_OID_START, id_key
 from weir.catalog.builtins import BUILTIN_VIEWS, BUILTINS
 from weir.catalog.clusters import ClustersMixin
 from weir.catalog.model import (
@@ -29,6 +29,7 @@ from weir.catalog.model import (
     SYSTEM_SCHEMAS,
     TABLE,
     VIEW,
+    Item,
     RoleMembership,
     Snapshot,
 )
@@ -36,6 +37,7 @@ from weir.catalog.objects import dumps
 from weir.catalog.vars import VARS, lookup_var, normalize_var
 
 CATALOG_VERSION = "1"
+MAX_ITEMS_RELOADED = 400  # more items changed since the cached snapshot: read them all
 
 # Static system objects: (id, oid, name). Builtin relations use oids 16400+.
 _SYSTEM_SCHEMAS = [(f"s{n}", SYSTEM_OID_START + n - 1, name)
@@ -132,29 +134,57 @@ class Catalog(ClustersMixin):
 
     def snapshot(self) -> Snapshot:
         """Everything, consistently, for builtins.rows(); cached until the next
-        committed change (inside a transaction: fresh, with its own changes)."""
+        committed change (inside a transaction: fresh, with its own changes). Items not
+        changed since the cached snapshot are taken from it (with thousands of holds, a
+        CREATE HOLD would otherwise re-read every item)."""
         with self._lock:
             cached = self._snapshot
             if not self.in_transaction and cached is not None and self._snapshot_revision == self._revision:
                 return cached
             with self._read() as c:
                 members = c.execute(select(t.role_members)).all()
+                databases, schemas = tuple(self.list_databases()), tuple(self.list_schemas())
+                changes: dict[str, Item | None] | None = None
+                if (self.in_transaction or cached is None or len(self._items_touched) > MAX_ITEMS_RELOADED
+                        or (databases, schemas) != (cached.databases, cached.schemas)):
+                    items = tuple(self._load_items(c))  # schema and database names are in items
+                else:
+                    reloaded = self._load_items(c, t.items.c.id.in_(sorted(self._items_touched)))
+                    changes = dict.fromkeys(self._items_touched)
+                    changes.update((i.id, i) for i in reloaded)
+                    items = self._merge_items(cached.items, reloaded)
                 snap = Snapshot(
                     generation=self._generation,
-                    databases=tuple(self.list_databases()),
-                    schemas=tuple(self.list_schemas()),
+                    databases=databases,
+                    schemas=schemas,
                     roles=tuple(self.list_roles()),
                     role_members=tuple(sorted(
                         (RoleMembership(m.role_id, m.member_id, m.grantor_id)
                          for m in members), key=lambda m: (m.role_id, m.member_id))),
                     clusters=tuple(self.list_clusters()),
                     replicas=tuple(self.list_replicas()),
-                    items=tuple(self._load_items(c)),
+                    items=items,
                     privileges=tuple(self.list_privileges()),
+                    revision=-1 if self.in_transaction else self._revision,
+                    base_revision=cached.revision if changes is not None and cached is not None else -1,
+                    changes=changes,
                 )
             if not self.in_transaction:
                 self._snapshot, self._snapshot_revision = snap, self._revision
+                self._items_touched = set()
             return snap
+
+    def _merge_items(self, old: tuple[Item, ...], reloaded: list[Item]) -> tuple[Item, ...]:
+        """`old` with the touched items replaced by their reloaded versions (absent: dropped),
+        in id order."""
+        touched = self._items_touched
+        kept = [i for i in old if i.id not in touched]
+        if not reloaded:
+            return tuple(kept)
+        reloaded.sort(key=lambda i: id_key(i.id))
+        if not kept or id_key(kept[-1].id) < id_key(reloaded[0].id):  # new items: the newest ids
+            return (*kept, *reloaded)
+        return tuple(sorted((*kept, *reloaded), key=lambda i: id_key(i.id)))
 
     # -- system variables (ALTER SYSTEM) -----------------------------------------------
 
