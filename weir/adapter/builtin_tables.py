@@ -27,19 +27,23 @@ FLUSH_S = 0.05  # incremental changes wait at most this long to share one append
 
 
 class BuiltinWriter:
-    """Keeps the builtin relations equal to the catalog, one group commit per change."""
+    """Keeps the builtin relations equal to the catalog. Changes queue up and one append at
+    a time takes everything queued (group commit): sixteen sessions creating objects at once
+    share appends instead of waiting for one each."""
 
     def __init__(self, coord: Coordinator) -> None:
         self.coord = coord
         self.contents = BuiltinContents()
         self._lock = asyncio.Lock()
         self._generation = -1  # the catalog generation the builtin relations show
-        self._queued: dict[str, collections.Counter[Row]] = {}  # incremental changes not yet appended
+        self._generation_seq = 0  # the change that brought them to it
+        self._queued: dict[str, collections.Counter[Row]] = {}  # changes not yet appended
+        self._urgent = False  # a DDL waits for the queued changes: append without delay
         self._flush_task: asyncio.Task[None] | None = None
-        self._seq = 0  # incremental changes queued so far
+        self._seq = 0  # changes queued so far
         self._done = 0  # of those, how many are appended (or failed)
+        self._failed: list[tuple[int, int, BaseException]] = []  # (first, last) changes an append lost
         self._progress = asyncio.Condition()
-        self._tail: asyncio.Task[None] | None = None  # marks the latest builtin append done
 
     async def open(self) -> None:
         ts = self.coord.oracle.read_ts()
@@ -58,55 +62,71 @@ class BuiltinWriter:
         await self.catalog_changed()
 
     async def catalog_changed(self) -> None:
-        """Bring every builtin relation up to date with the catalog (one group commit).
-        Concurrent callers share one pass: a pass over a snapshot at least as new as the
-        catalog was when a caller changed it covers that caller."""
+        """Bring every builtin relation up to date with the catalog; returns once that is
+        appended (an error if the append failed). A pass over a snapshot at least as new
+        as the catalog was when a caller changed it covers that caller."""
         wanted = self.coord.catalog.generation
         async with self._lock:
             settled = not self.coord.catalog.in_transaction  # inside one, the snapshot has uncommitted changes
             if settled and self._generation >= wanted:
-                return
-            snapshot = self.coord.catalog.snapshot()
-            if settled:
-                self._generation = snapshot.generation
-            updates = {bid: builtin_updates(BUILTIN_BY_ID[bid], rows)
-                       for bid, rows in self.contents.update(snapshot).items()}
-            queued, taken = self._take_queued()
-            for bid, table in queued.items():  # one append with the queued changes: never reordered
-                updates[bid] = pa.concat_tables([updates[bid], table]) if bid in updates else table
-            done, finished = self._append(updates, taken)
-        await finished
-        if done is not None and done.exception() is not None:
-            raise done.exception()
+                target = self._generation_seq
+            else:
+                snapshot = self.coord.catalog.snapshot()
+                target = self._queue(self.contents.update(snapshot))
+                if settled:
+                    self._generation, self._generation_seq = snapshot.generation, target
+                self._urgent = True
+                self._start_flush()
+        await self._appended(target)
 
     async def replace_item_rows(self, builtin: BuiltinTable, rows: dict[str, list[Row]]) -> None:
         """Set some items' rows of one builtin relation, without a catalog snapshot (a batch
         of hold advances touches a few rows of mz_holds among thousands). The catalog must
-        already hold what `rows` say. Returns once the change is queued: queued changes are
-        appended together every FLUSH_S (one shard commit for many batches of advances),
-        and reads of builtin relations wait for what was queued before them
-        (`builtin_writes_settled`), so a session reads what it changed."""
+        already hold what `rows` say. Returns once the change is queued: without a DDL
+        waiting, queued changes are appended FLUSH_S after the first (one shard commit for
+        many batches of advances), and reads of builtin relations wait for what was queued
+        before them (`builtin_writes_settled`), so a session reads what it changed."""
         async with self._lock:
-            queued = self._queued.setdefault(builtin.id, collections.Counter())
-            for row, diff in self.contents.replace_item_rows(builtin, rows):
+            self._queue({builtin.id: self.contents.replace_item_rows(builtin, rows)})
+            self._start_flush()
+
+    def _queue(self, changes: dict[str, Changes]) -> int:
+        """Add changes to the queue (under the builtin lock); their sequence number."""
+        for bid, rows in changes.items():
+            queued = self._queued.setdefault(bid, collections.Counter())
+            for row, diff in rows:
                 queued[row] += diff
-            self._seq += 1
-            if self._flush_task is None or self._flush_task.done():
-                self._flush_task = asyncio.create_task(self._flush(), name="builtin-flush")
+        self._seq += 1
+        return self._seq
+
+    def _start_flush(self) -> None:
+        if self._flush_task is None or self._flush_task.done():
+            self._flush_task = asyncio.create_task(self._flush(), name="builtin-flush")
 
     async def _flush(self) -> None:
-        while self._queued:
-            await asyncio.sleep(FLUSH_S)
+        """Append what is queued, one append at a time, until nothing is."""
+        while self._done < self._seq:
+            if not self._urgent:
+                await asyncio.sleep(FLUSH_S)
             async with self._lock:
-                if not self._queued:
-                    break  # a catalog_changed pass took them
+                self._urgent = False
                 updates, taken = self._take_queued()
-                _, finished = self._append(updates, taken)
-            await finished
+            error: BaseException | None = None
+            if updates:
+                try:
+                    await self.coord.storage.append(updates)
+                except Exception as e:  # noqa: BLE001 - recomputed from the catalog at the next restart
+                    log.error("an append to a builtin relation failed: %s", e)
+                    error = e
+            async with self._progress:
+                if error is not None:
+                    self._failed = [*self._failed[-15:], (self._done + 1, taken, error)]
+                self._done = max(self._done, taken)
+                self._progress.notify_all()
 
     def _take_queued(self) -> tuple[dict[str, pa.Table], int]:
-        """The queued incremental changes as appends, and the sequence number they cover
-        (the caller holds the builtin lock)."""
+        """The queued changes as appends, and the sequence number they cover (the caller
+        holds the builtin lock)."""
         updates = {}
         for bid, queued in self._queued.items():
             rows = [(r, d) for r, d in queued.items() if d != 0]
@@ -115,29 +135,14 @@ class BuiltinWriter:
         self._queued = {}
         return updates, self._seq
 
-    def _append(self, updates: dict[str, pa.Table], taken: int
-                         ) -> tuple[asyncio.Future[int] | None, asyncio.Task[None]]:
-        """Start an append to builtin relations (under the builtin lock, so appends keep the
-        order of the changes) and a task that, once it and every earlier one are done,
-        marks the changes up to `taken` appended for builtin_writes_settled."""
-        done = asyncio.ensure_future(self.coord.storage.append(updates)) if updates else None
-        before = self._tail
-
-        async def finished() -> None:
-            try:
-                if before is not None:
-                    await asyncio.wait([before])
-                if done is not None:
-                    await asyncio.wait([done])
-                    if done.exception() is not None:  # recomputed from the catalog at the next restart
-                        log.error("an append to a builtin relation failed: %s", done.exception())
-            finally:
-                async with self._progress:
-                    self._done = max(self._done, taken)
-                    self._progress.notify_all()
-
-        self._tail = asyncio.create_task(finished(), name="builtin-appended")
-        return done, self._tail
+    async def _appended(self, target: int) -> None:
+        """Wait until change `target` is appended; its append's error, if it failed."""
+        if self._done < target:
+            async with self._progress:
+                await self._progress.wait_for(lambda: self._done >= target)
+        for first, last, error in self._failed:
+            if first <= target <= last:
+                raise error
 
     async def writes_settled(self, ids: Iterable[str]) -> None:
         """Wait until every change queued to builtin relations before now is appended (a

@@ -68,6 +68,9 @@ def storage_ids(coord: Coordinator, item: Item) -> list[str]:
     return sorted(out)
 
 
+BATCH_GATHER_S = 0.003  # how long a batch of advances may wait for more to join it
+
+
 class Holds:
     """The storage read holds of the catalog's HOLD objects, their definitions kept in
     memory (the MAX LAG pass and ADVANCE read them without a catalog query), and the
@@ -188,9 +191,21 @@ class Holds:
             self._batcher = asyncio.create_task(self._commit_batches(), name="hold-advances")
         await fut
 
+    async def _gather(self) -> None:
+        """Let the advances already on their way join the batch: wait while it grows from
+        one pass of the event loop to the next (at most BATCH_GATHER_S). One commit for
+        sixteen advances costs little more than one for one."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + BATCH_GATHER_S
+        size, still = -1, 0
+        while still < 2 and loop.time() < deadline:
+            still = still + 1 if len(self._pending) == size else 0
+            size = len(self._pending)
+            await asyncio.sleep(0)
+
     async def _commit_batches(self) -> None:
-        await asyncio.sleep(0)  # let the advances already on their way join this batch
         while self._pending:
+            await self._gather()
             batch, self._pending = self._pending, {}
             try:
                 await self._commit(batch)
