@@ -267,12 +267,16 @@ class Holds:
 
     async def _advance_lagging(self) -> None:
         storage = self.coord.storage
+        uppers: dict[str, int] = {}  # thousands of holds on a few shards
         moves = []
         for hold_id, d in list(self.definitions.items()):
             rh = self.read_holds.get(hold_id)
             if rh is None or not rh.shard_ids:
                 continue
-            upper = min(storage.frontiers(s)[1] for s in rh.shard_ids)
+            for s in rh.shard_ids:
+                if s not in uppers:
+                    uppers[s] = storage.frontiers(s)[1]
+            upper = min(uppers[s] for s in rh.shard_ids)
             at, max_lag = int(d["at"]), int(d["max_lag_ms"])
             if upper - at > max_lag:
                 moves.append(self.advance(hold_id, {
