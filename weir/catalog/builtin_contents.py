@@ -103,21 +103,8 @@ class BuiltinContents:
 
     def _recompute_items(self, b: BuiltinTable, compute: ItemRows, snap: Snapshot,
                          changed: dict[str, Item | None]) -> Changes:
-        if not changed:
-            return []
-        per = self._by_item.setdefault(b.id, {})
-        diff: collections.Counter[Row] = collections.Counter()
-        for item_id, item in changed.items():
-            for r in per.pop(item_id, ()):
-                diff[r] -= 1
-            if item is None:
-                continue
-            new = [hashable(r) for r in compute.of(snap, item)]
-            for r in new:
-                diff[r] += 1
-            if new:
-                per[item_id] = new
-        return self._apply(b, diff)
+        return self.replace_item_rows(b, {
+            item_id: compute.of(snap, item) if item is not None else [] for item_id, item in changed.items()})
 
     def _apply(self, b: BuiltinTable, diff: collections.Counter[Row]) -> Changes:
         counts = self.rows.setdefault(b.id, collections.Counter())
