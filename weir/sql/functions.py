@@ -16,7 +16,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
-from weir.sql import comparisons, jsonb, numeric_ops, regex, shape, text_functions
+from weir.sql import comparisons, jsonb, numeric_ops, regex, shape, statistics, text_functions
 from weir.sql import translate as tr
 from weir.sql.infer import COLUMNS_META, Types
 
@@ -238,8 +238,7 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Sum: tr.sum_, exp.Avg: tr.avg, exp.Sub: tr.sub, exp.Add: tr.interval_output,
     exp.Mul: tr.interval_output, exp.Div: tr.division, exp.Mod: tr.mod,
     exp.Bracket: tr.subscript, exp.Extract: tr.extract, exp.Substring: tr.substring,
-    exp.Stddev: tr.float_only, exp.StddevSamp: tr.float_only, exp.StddevPop: tr.float_only,
-    exp.Variance: tr.float_only, exp.VariancePop: tr.float_only, exp.Concat: tr.concat,
+    exp.Concat: tr.concat,
     exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
     exp.WindowSpec: tr.window_spec, exp.Lead: tr.lead_lag, exp.Lag: tr.lead_lag,
     **{op: comparisons.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
@@ -249,4 +248,5 @@ _HANDLERS: dict[type, _Handler] = {
 _HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its operators; ||, -, =, casts of jsonb
 _HANDLERS.update(text_functions.HANDLERS)  # left, right, lpad, rpad, concat_ws, split_part, translate, chr
 _HANDLERS.update(numeric_ops.HANDLERS)  # numeric division, avg, ln, log, exp, sqrt: exact, on the replica
+_HANDLERS.update(statistics.HANDLERS)  # var_pop, var_samp, stddev*: exact sums for integral doubles
 _HANDLERS.update(regex.HANDLERS)  # ~, ~*, regexp_like, substring(s FROM pattern): Java patterns
