@@ -3,9 +3,9 @@ the orchestrator) starts and stops the replica processes."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from weir.adapter import api
+from weir.adapter import api, introspection
 from weir.compute.sizes import resolve_size
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -40,6 +40,22 @@ def _check_options(opts: dict[str, str]) -> None:
                             hint="Valid options: SIZE, REPLICATION FACTOR")
 
 
+def _introspection_options(opts: dict[str, str]) -> dict[str, Any]:
+    """INTROSPECTION INTERVAL (0: off) and INTROSPECTION DEBUGGING, as the catalog keeps them."""
+    out: dict[str, Any] = {}
+    if "INTROSPECTION INTERVAL" in opts:
+        text = str(opts["INTROSPECTION INTERVAL"]).strip().strip("'")
+        introspection.parse_interval(text)
+        out["introspection_interval"] = text
+    if "INTROSPECTION DEBUGGING" in opts:
+        value = str(opts["INTROSPECTION DEBUGGING"]).strip().strip("'").lower()
+        if value not in ("true", "false", "on", "off", "1", "0", "t", "f"):
+            raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                            f"invalid INTROSPECTION DEBUGGING {value!r}: expected a boolean")
+        out["introspection_debugging"] = value in ("true", "on", "1", "t")
+    return out
+
+
 async def create_cluster(session: Session, stmt: st.CreateCluster) -> api.Command:
     coord = session.coord
     cat = coord.catalog
@@ -62,8 +78,10 @@ async def create_cluster(session: Session, stmt: st.CreateCluster) -> api.Comman
         size = _size(session, stmt.options["SIZE"])
         factor = _factor(stmt.options.get("REPLICATION FACTOR", "1"))
         cluster = cat.create_cluster(stmt.name, size=size, replication_factor=factor, managed=True,
-                                     owner_id=session.role.id)
-    for replica in cat.list_replicas(cluster.id):
+                                     owner_id=session.role.id, options=_introspection_options(stmt.options))
+    replicas = cat.list_replicas(cluster.id)
+    await introspection.ensure(coord, replicas)
+    for replica in replicas:
         await coord.start_replica(replica)
     await coord.catalog_changed()
     return api.Command("CREATE CLUSTER")
@@ -80,6 +98,7 @@ async def create_replica(session: Session, stmt: st.CreateClusterReplica) -> api
         raise WeirError(SqlState.INVALID_PARAMETER_VALUE, "CREATE CLUSTER REPLICA needs a SIZE")
     size = _size(session, stmt.options["SIZE"])
     replica = coord.catalog.create_replica(cluster.id, stmt.name, size, owner_id=session.role.id)
+    await introspection.ensure(coord, [replica])
     await coord.start_replica(replica)
     await coord.catalog_changed()
     return api.Command("CREATE CLUSTER REPLICA")
@@ -97,9 +116,19 @@ async def alter_cluster(session: Session, stmt: st.AlterCluster) -> api.Command:
                         f"cannot ALTER the SIZE or REPLICATION FACTOR of unmanaged cluster {stmt.name}")
     size = _size(session, stmt.options["SIZE"]) if stmt.options.get("SIZE") else None
     factor = _factor(stmt.options["REPLICATION FACTOR"]) if stmt.options.get("REPLICATION FACTOR") else None
-    change = coord.catalog.alter_cluster(stmt.name, size=size, replication_factor=factor)
+    options = _introspection_options(stmt.options) or None
+    cat = coord.catalog
+    with cat.transaction():
+        change = cat.alter_cluster(stmt.name, size=size, replication_factor=factor, options=options)
+        gone = {r.id for r in change.dropped}
+        if not introspection.persisted(coord, change.cluster):  # INTROSPECTION INTERVAL 0
+            gone |= {r.id for r in cat.list_replicas(change.cluster.id)}
+        dropped_items = introspection.drop_items(coord, gone, cascade=False)
+    await coord.drop_storage(dropped_items)
     for replica in change.dropped:
         await coord.compute.drop_replica(replica.id)
+    await introspection.drop_shards(coord, gone)
+    await introspection.ensure(coord, cat.list_replicas(change.cluster.id))
     for replica in change.created:
         await coord.start_replica(replica)
     await coord.catalog_changed()
@@ -116,10 +145,14 @@ async def drop(session: Session, stmt: st.Drop) -> None:
                     session.notice(f'cluster "{parts[0]}" does not exist, skipping')
                     continue
                 raise WeirError(SqlState.UNDEFINED_OBJECT, f"unknown cluster '{parts[0]}'")
-            result = cat.drop_cluster(parts[0], cascade=stmt.cascade)
-            await coord.drop_storage(result.items)
+            with cat.transaction():
+                replica_ids = {r.id for r in cat.list_replicas(cat.get_cluster(parts[0]).id)}
+                logs = introspection.drop_items(coord, replica_ids, stmt.cascade)
+                result = cat.drop_cluster(parts[0], cascade=stmt.cascade)
+            await coord.drop_storage(logs + result.items)
             for replica in result.replicas:
                 await coord.compute.drop_replica(replica.id)
+            await introspection.drop_shards(coord, replica_ids)
         else:
             cluster = cat.find_cluster(parts[0])
             replica = cat.find_replica(cluster.id, parts[1]) if cluster is not None else None
@@ -132,5 +165,9 @@ async def drop(session: Session, stmt: st.Drop) -> None:
                 raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
                                 "cannot drop replicas of a managed cluster",
                                 hint="Use ALTER CLUSTER ... SET (REPLICATION FACTOR n) instead.")
-            cat.drop_replica(replica.id)
+            with cat.transaction():
+                logs = introspection.drop_items(coord, {replica.id}, stmt.cascade)
+                cat.drop_replica(replica.id)
+            await coord.drop_storage(logs)
             await coord.compute.drop_replica(replica.id)
+            await introspection.drop_shards(coord, {replica.id})

@@ -114,9 +114,10 @@ class Coordinator(api.Coordinator):
             await self.storage.ensure_collection(item.id, [(c.name, c.type, c.nullable) for c in item.columns])
         for b in BUILTIN_TABLES:
             await self.storage.ensure_collection(b.id, [(name, t, True) for name, t in b.columns])
-        for item in self.catalog.list_items("source"):
+        sources = [i for i in self.catalog.list_items("source") if "introspection_log" not in i.definition]
+        for item in sources:
             await self.storage.ensure_collection(item.id, [(c.name, c.type, c.nullable) for c in item.columns])
-        from weir.adapter import constant_views
+        from weir.adapter import constant_views, introspection
 
         mv_ids = [i.id for i in self.catalog.list_items("materialized-view")]
         for item in self.catalog.list_items("materialized-view"):
@@ -126,10 +127,12 @@ class Coordinator(api.Coordinator):
             await self.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in item.columns],
                                                  external=True)
             await self.dataflow_errors.ensure(item.id, self.storage.frontiers(item.id)[1])
+        await introspection.open_shards(self)
         await self.storage.replay_wal()
-        await self._cleanup_orphan_shards(store, {i.id for i in tables} |
-                                          {i.id for i in self.catalog.list_items("source")} |
-                                          set(mv_ids) | self.dataflow_errors.known_shards(mv_ids))
+        await self._cleanup_orphan_shards(store, {i.id for i in tables} | {i.id for i in sources} |
+                                          set(mv_ids) | self.dataflow_errors.known_shards(mv_ids) |
+                                          introspection.known_shards(self))
+        await introspection.ensure(self)  # replicas made before introspection existed, or by bootstrap
         from weir.adapter.holds import apply_windows
 
         apply_windows(self)  # RETAIN HISTORY, and durable holds, before any since moves
@@ -178,8 +181,11 @@ class Coordinator(api.Coordinator):
         def incarnation() -> int:
             return self.catalog.bump_incarnation(rid)
 
+        from weir.adapter import introspection
+
         await self.compute.add_replica(replica.cluster_id, rid, replica.size, incarnation,
-                                       config=self.size_config())
+                                       config=self.size_config(),
+                                       logging=introspection.logging_config(self, replica))
 
     async def stop(self) -> None:
         for s in list(self.sessions.values()):
@@ -250,7 +256,13 @@ class Coordinator(api.Coordinator):
     # ---- names -----------------------------------------------------------------------
     def resolver(self, session: Session) -> CatalogResolver:
         return CatalogResolver(self.catalog, session.database, session.search_path, session.role.superuser,
-                               self.lookup_cache)
+                               self.lookup_cache, self.introspection_read_time)
+
+    def introspection_read_time(self, shard_id: str) -> int | None:
+        """The latest complete time of a replica's introspection shard (its upper - 1): reads
+        of introspection never wait for a replica, live or dead. None: nothing written yet."""
+        c = self.storage.collections.get(shard_id)
+        return c.upper - 1 if c is not None and c.upper > 0 else None
 
     def lookup_database(self, name: str) -> Any:
         db = self.catalog.find_database(name)
@@ -339,7 +351,7 @@ class Coordinator(api.Coordinator):
             if item.kind == "materialized-view":
                 await self.storage.drop_collection(item.id)
                 await self.dataflow_errors.drop(item.id)
-            if item.kind in ("table", "source"):
+            if item.kind in ("table", "source") and "introspection_log" not in item.definition:
                 if item.id in self.source_runners:
                     await self.source_runners.pop(item.id).stop()
                 await self.storage.drop_collection(item.id)

@@ -53,6 +53,13 @@ def dataflow_sql(session: Session, plan: QueryPlan, *, temporal: bool = False) -
 
 
 def dataflow_inputs(inputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The inputs of a dataflow (materialized view, index): shards, never a replica's live logs."""
+    from weir.compute import introspection as ci
+
+    if ci.LIVE_LOGS in inputs:
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        "materialized views and indexes over live introspection logs are not supported",
+                        hint="Read a replica's persisted introspection instead: mz_introspection.<log>_<replica_id>.")
     return [{"name": d.spark_name, "shard_id": sid,
              "columns": [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array else c.type.name,
                           "nullable": c.nullable} for c in d.columns]}
@@ -164,7 +171,8 @@ async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any
         await coord.compute.create_dataflow(item.cluster_id, item.id, d["spark_sql"], d["inputs"],
                                             output_shard_id, as_of, strategy, index=index,
                                             errors_shard_id=errors_shard_id,
-                                            thresholds_sql=d.get("thresholds_sql"), since=since)
+                                            thresholds_sql=d.get("thresholds_sql"), since=since,
+                                            name=item.full_name)
     except BaseException:
         coord.dataflow_holds.pop(item.id, None)
         hold.release()

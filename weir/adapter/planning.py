@@ -40,10 +40,18 @@ def plan(session: Session, expr: exp.Expression, param_types: Sequence[PgType] =
     metrics.count(metrics.PLANS, "miss")
     planned = _plan_uncached(session, expr, list(param_types), coord.cluster_id_by_name(settings[2]) or "",
                              qualify=qualify, spark=spark)
+    if _reads_introspection(planned):
+        return planned  # read at the introspection shards' times of the moment
     if len(cache) >= MAX_PLANS:
         cache.pop(next(iter(cache)))
     cache[cache_key] = planned
     return planned
+
+
+def _reads_introspection(planned: QueryPlan) -> bool:
+    inputs = planned.spark.inputs if planned.spark is not None else {}
+    return any(d.read_at is not None or d.volatile or d.part is not None
+               for d in (*inputs.values(), *planned.depends_on.values()))
 
 
 def plan_bound(session: Session, planned: QueryPlan, params: list[object]) -> QueryPlan:

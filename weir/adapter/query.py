@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.adapter import api, dataflow_errors, indexes, planning, privileges
+from weir.compute import introspection as ci
 from weir.errors import SqlState, WeirError
 from weir.http import metrics
 from weir.http.metrics import READS_THROUGH_INDEXES
@@ -82,6 +83,25 @@ def input_spec(desc: RelationDesc, files: list[str], as_of: int, consolidate: bo
     }
 
 
+def stored_inputs(inputs: dict[str, RelationDesc]) -> list[str]:
+    """The inputs read at the query's timestamp: all but replicas' introspection shards,
+    which are read at their own latest complete times (`introspection_times`)."""
+    return [sid for sid, d in inputs.items() if d is None or not d.volatile]
+
+
+def introspection_times(coord: Any, inputs: dict[str, RelationDesc]) -> dict[str, int]:
+    """Each introspection shard's read time: the one its plan chose (its `read_at` column
+    says so), kept readable; else the shard's latest complete time. Never waits."""
+    out = {}
+    for sid, d in inputs.items():
+        if d is None or not d.volatile or sid not in coord.storage.collections:
+            continue
+        since, upper = coord.storage.frontiers(sid)
+        t = d.read_at if d.read_at is not None and d.read_at >= since else upper - 1
+        out[sid] = max(t, since)
+    return out
+
+
 def choose_timestamp(session: Session, inputs: dict[str, RelationDesc], *, for_write: bool = False) -> int:
     """Strict serializable: the oracle's read timestamp, which every completed write is
     at or below; inside a transaction, the transaction's first read timestamp."""
@@ -94,7 +114,7 @@ def choose_timestamp(session: Session, inputs: dict[str, RelationDesc], *, for_w
         return txn.read_ts
     ts = session.coord.oracle.read_ts()
     storage = session.coord.storage
-    for sid in inputs:
+    for sid in stored_inputs(inputs):
         since, _ = storage.frontiers(sid)
         ts = max(ts, since)
     if txn is not None and txn.explicit:
@@ -198,21 +218,26 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
         if fast is not None:
             return fast
     ts = at if at is not None else choose_timestamp(session, inputs, for_write=for_write)
-    hold = coord.storage.acquire_read_hold(list(inputs), ts)
+    stored = stored_inputs(inputs)
+    own_times = introspection_times(coord, inputs)
+    hold = coord.storage.acquire_read_hold(stored, ts)
+    for sid, t in own_times.items():
+        hold.also(coord.storage.acquire_read_hold([sid], t))
     try:
         # strict serializable: a view maintained by a replica may trail the oracle; wait for it
-        await coord.storage.wait_for_upper(list(inputs), ts)
+        await coord.storage.wait_for_upper(stored, ts)
         await coord.dataflow_errors.check(inputs, ts)  # a view's runtime errors at ts
         session.execution_timestamp = ts
         session.lifecycle("storage-dependencies-finished")
         cluster_id = cluster_id or coord.current_cluster(session).id
+        replica_id = target_replica(session, cluster_id, inputs)
         result = None
         spark = plan.spark
         via = _hydrated_indexes(coord, plan, at)
         if via:  # read the views' arrangements instead of recomputing them
             try:
                 through = plan.through_indexes(coord.resolver(session), via)
-                result = await _spark_peek(session, through, params, ts, cluster_id)
+                result = await _spark_peek(session, through, params, ts, cluster_id, own_times, replica_id)
                 spark = through
                 READS_THROUGH_INDEXES.inc()
             except WeirError as e:
@@ -221,11 +246,11 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
                 log.info("reading through indexes not possible: %s", e.message)
         if result is None:
             try:
-                result = await _spark_peek(session, spark, params, ts, cluster_id)
+                result = await _spark_peek(session, spark, params, ts, cluster_id, own_times, replica_id)
             except NeedsReplan:
                 spark = planning.plan_bound(session, plan, params).spark
                 assert spark is not None
-                result = await _spark_peek(session, spark, [], ts, cluster_id)
+                result = await _spark_peek(session, spark, [], ts, cluster_id, own_times, replica_id)
     except BaseException:
         hold.release()
         raise
@@ -248,19 +273,49 @@ def _hydrated_indexes(coord: Any, plan: QueryPlan, at: int | None) -> dict[str, 
     return out
 
 
-async def _spark_peek(session: Session, spark: SparkPlan, params: list[Any], ts: int, cluster_id: str) -> Any:
-    """Run a planned query as a Spark job on the cluster; inputs are shards as of `ts`,
-    or index arrangements (inputs whose id is an index's)."""
+async def _spark_peek(session: Session, spark: SparkPlan, params: list[Any], ts: int, cluster_id: str,
+                      own_times: dict[str, int] | None = None, replica_id: str | None = None) -> Any:
+    """Run a planned query as a Spark job on the cluster; inputs are shards as of `ts` (an
+    introspection shard as of its own time), or index arrangements (inputs whose id is an
+    index's)."""
     coord = session.coord
     sql = spark.template.render(params, session.context(ts))
     inputs = []
     for sid, desc in spark.inputs.items():
-        if sid in coord.storage.collections:
-            scan = await coord.storage.scan_plan(sid, ts)
-            inputs.append(input_spec(desc, list(scan.files), ts, bool(scan.may_have_retractions)))
+        if sid == ci.LIVE_LOGS:  # the targeted replica's in-memory introspection logs
+            inputs.append({**input_spec(desc, [], ts, False), "live_logs": True})
+        elif sid in coord.storage.collections:
+            at = (own_times or {}).get(sid, ts)
+            scan = await coord.storage.scan_plan(sid, at)
+            inputs.append(input_spec(desc, list(scan.files), at, bool(scan.may_have_retractions)))
         else:
             inputs.append({**input_spec(desc, [], ts, False), "index": sid})
-    return await coord.compute.peek(cluster_id, sql, inputs, ts)
+    return await coord.compute.peek(cluster_id, sql, inputs, ts, replica_id=replica_id)
+
+
+def target_replica(session: Session, cluster_id: str, inputs: dict[str, RelationDesc]) -> str | None:
+    """The replica a read must run on: the one `SET cluster_replica` names (every read,
+    as in Materialize), else for a read of live introspection logs the cluster's only
+    replica; a cluster with several needs the variable."""
+    cat = session.coord.catalog
+    name = session.get_var("cluster_replica")
+    if name:
+        replica = cat.find_replica(cluster_id, name)
+        if replica is None:
+            cluster = cat.get_cluster_by_id(cluster_id)
+            raise WeirError(SqlState.UNDEFINED_OBJECT, f"cluster replica '{cluster.name}.{name}' does not exist")
+        return str(replica.id)
+    if ci.LIVE_LOGS not in inputs:
+        return None
+    replicas = cat.list_replicas(cluster_id)
+    if len(replicas) == 1:
+        return str(replicas[0].id)
+    logs = sorted({d.part for d in inputs.values() if d.part} | {d.name for d in inputs.values()})
+    raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, "log source reads must target a replica",
+                    detail=f"The query reads live introspection logs ({', '.join(logs)}) of a cluster "
+                           f"with {len(replicas)} replicas.",
+                    hint="Use SET cluster_replica = <replica-name> to target a specific replica in the active "
+                         "cluster, or read mz_introspection.<log>_persist (every replica, from any cluster).")
 
 
 def _ran(session: Session, strategy: str) -> None:

@@ -33,6 +33,7 @@ from weir.catalog.model import (
     Snapshot,
 )
 from weir.catalog.vars import VARS, VarDef, duration_ms, lookup_var, normalize_var
+from weir.compute import introspection as ci
 from weir.sql.redact import redact as redact_sql
 from weir.types import (
     BOOL,
@@ -446,6 +447,11 @@ class BuiltinView:
     oid: int
     columns: tuple[tuple[str, PgType], ...]
     query: str
+    # `mz_introspection.<base>_persist`: the union over the replicas of the moment, expanded
+    # when a query is planned (weir.adapter.resolver.persist_union), not a fixed query
+    introspection_union: str | None = None
+    # `mz_introspection.<log>`: the in-memory log of the replica a read targets
+    introspection_live: str | None = None
 
     @property
     def full_name(self) -> str:
@@ -453,6 +459,14 @@ class BuiltinView:
 
     def column_defs(self) -> list[ColumnDef]:
         return [ColumnDef(n, ty, True) for n, ty in self.columns]
+
+    def definition(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"builtin": True, "query": self.query}
+        if self.introspection_union is not None:
+            out["introspection_union"] = self.introspection_union
+        if self.introspection_live is not None:
+            out["introspection_live"] = self.introspection_live
+        return out
 
 
 _SEES_ALL = "mz_statement_log_access() = 'all'"
@@ -528,6 +542,19 @@ BUILTIN_VIEWS: tuple[BuiltinView, ...] = (
                 "SELECT export_id, replica_id, CAST(0 AS bigint) AS worker_id, count "
                 "FROM mz_internal.mz_compute_error_counts"),
 )
+
+# Design 004's union views: one per replica introspection relation, tagged with the replica.
+BUILTIN_VIEWS += tuple(
+    BuiltinView(ci.SCHEMA, name + ci.PERSIST_SUFFIX, f"s{400 + n}", 16700 + n,
+                ci.TAG_COLUMNS + ci.columns_of(name), "", introspection_union=name)
+    for n, name in enumerate(ci.relation_names()))
+# ... and the unsuffixed names: the live logs of the replica a read targets (SET cluster_replica).
+BUILTIN_VIEWS += tuple(
+    BuiltinView(ci.SCHEMA, v.name, f"s{460 + n}", 16760 + n, v.columns, "", introspection_live=v.name)
+    for n, v in enumerate(ci.LOG_VARIANTS))
+BUILTIN_VIEWS += tuple(
+    BuiltinView(ci.SCHEMA, v.name, f"s{480 + n}", 16780 + n, v.columns, v.sql())
+    for n, v in enumerate(ci.LOG_VIEWS))
 
 BUILTIN_TABLES = BUILTINS  # the name the adapter uses
 

@@ -18,7 +18,7 @@ from sqlalchemy import delete, insert, select, update
 from weir.catalog import tables as t
 from weir.catalog.base import SYSTEM_OID_START, id_key
 from weir.catalog.builtins import BUILTIN_VIEWS, BUILTINS
-from weir.catalog.clusters import ClustersMixin
+from weir.catalog.introspection import IntrospectionMixin
 from weir.catalog.model import (
     MATERIALIZE_ROLE_ID,
     MZ_MONITOR_REDACTED_ROLE_ID,
@@ -50,7 +50,7 @@ _SYSTEM_ROLES = [  # id, oid, name, superuser, login
 ]
 
 
-class Catalog(ClustersMixin):
+class Catalog(IntrospectionMixin):
     """The catalog. Thread-safe; see base.py for the transaction rules.
 
     `builtin_changes` lists what opening did to builtin relations
@@ -95,6 +95,11 @@ class Catalog(ClustersMixin):
         """Make the builtin items match BUILTINS (ids and oids are stable)."""
         changes: list[str] = []
         with self._write() as c:
+            for schema_id, oid, name in _SYSTEM_SCHEMAS:  # schemas added since the bootstrap
+                if self.find_schema(None, name) is None:
+                    c.execute(insert(t.schemas).values(id=schema_id, oid=oid, database_id=None,
+                                                       name=name, owner_id=MZ_SYSTEM_ROLE_ID))
+                    changes.append(f"created schema {name}")
             existing = {i.id: i for i in self._load_items(c, t.items.c.id.like("s%"))}
             for b in BUILTINS:
                 schema = self.get_schema(None, b.schema)
@@ -113,7 +118,7 @@ class Catalog(ClustersMixin):
             for v in BUILTIN_VIEWS:
                 schema = self.get_schema(None, v.schema)
                 cols = v.column_defs()
-                definition = {"builtin": True, "query": v.query}
+                definition = v.definition()
                 cur = existing.pop(v.id, None)
                 if cur is None:
                     self.create_item(VIEW, schema.id, v.name, cols, "", definition, MZ_SYSTEM_ROLE_ID,

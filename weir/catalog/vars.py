@@ -353,6 +353,10 @@ VARS: tuple[VarDef, ...] = (
     VarDef("statement_logging_mode", "enum", "on", "Statement history: on, dry_run "
            "(sample and count but write nothing) or off.", session=False,
            choices=("on", "dry_run", "off"), aliases=(("true", "on"), ("false", "off"))),
+    VarDef("enable_replicated_compute_introspection", "bool", "on", "Whether replicas write "
+           "their introspection to storage (per-replica sources mz_introspection.<log>_<replica>, "
+           "the _persist union views); off: no introspection sources for new replicas, and "
+           "replicas keep their logs in memory only.", session=False),
 )
 
 _BY_NAME: dict[str, VarDef] = {v.name.lower(): v for v in VARS}

@@ -38,6 +38,13 @@ Commands (controller -> replica)
   socket closed. ``storage: {"catalog_uri", "warehouse"}`` is where the shards
   live (the replica opens its own ShardStore on them); ``writer_epoch`` is the
   epoch its dataflows' appends carry (default: the incarnation).
+  ``logging: {"interval_ms", "debugging", "shard_id"}`` (weir.compute.introspection):
+  with ``interval_ms`` > 0 the replica collects its introspection logs (from Spark's
+  listener events and its own bookkeeping) every interval; with a ``shard_id`` (this
+  replica's own: the controller specialises CreateInstance per replica) it also appends
+  them there, all logs in one append per interval, with its incarnation as writer epoch,
+  first retracting what earlier incarnations left. The same ``logging`` again changes
+  nothing; another replaces the previous one.
 - ``Peek{peek_id, sql, inputs, timestamp}``: run ``sql`` (Spark SQL) over
   ``inputs`` and return the rows. ``inputs`` is a list of collections::
 
@@ -69,6 +76,8 @@ Commands (controller -> replica)
   same definition (a controller replaying it after a reconnection). ``since``
   (optional): the AllowCompaction in force, so that an index keeps the history
   it is asked for from its first step.
+  ``name`` (optional): the maintained object's name; the replica's introspection
+  names the dataflow after it (``Dataflow: materialize.public.mv``).
   ``output.errors_shard_id`` (optional): the view's errors shard
   (weir.storage.error_shards). With it, a *data* error of the query (SQLSTATE
   class 22 or P0, weir.errors.is_data_error) is not retried: the dataflow

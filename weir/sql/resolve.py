@@ -35,6 +35,11 @@ class RelationDesc:
     view_sql: str | None = None  # a view's definition, names fully qualified
     oid: int = 0
     restricted: bool = False  # superusers only, except through the views built on it
+    # A replica's introspection log: its part of the replica's introspection shard
+    # (`shard_id`), read at the shard's own latest complete time `read_at`, never waited for.
+    part: str | None = None
+    read_at: int | None = None
+    volatile: bool = False  # resolved anew for every plan (its read times change)
 
     @property
     def spark_name(self) -> str:
@@ -119,6 +124,12 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
                 out.expr = sub
             else:
                 replace_table(table, sub)
+        elif desc.part is not None:
+            sub = _log_part(desc, alias, out)
+            if table is expr:
+                out.expr = sub
+            else:
+                replace_table(table, sub)
         else:
             assert desc.shard_id is not None
             out.inputs[desc.shard_id] = desc
@@ -127,6 +138,22 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
             new.meta[COLUMNS_META] = {c.name: c.type for c in desc.columns}  # for weir.sql.infer
             replace_table(table, new)
     return out
+
+
+def _log_part(desc: RelationDesc, alias: str, out: Resolved) -> exp.Subquery:
+    """An introspection log as a subquery over its replica's shard (weir.compute.introspection)."""
+    from weir.compute import introspection as ci
+
+    assert desc.shard_id is not None and desc.part is not None
+    variant = ci.BY_NAME[desc.part]
+    raw = RelationDesc(desc.shard_id, f"{ci.SCHEMA}.{desc.shard_id}", "source",
+                       [ColumnDesc(n, t) for n, t in ci.SHARD_COLUMNS], shard_id=desc.shard_id,
+                       read_at=desc.read_at, volatile=True)
+    out.inputs[desc.shard_id] = raw
+    inner = sqlglot.parse_one(variant.select_sql(raw.spark_name), read="spark")
+    for t in inner.find_all(exp.Table):
+        t.meta[COLUMNS_META] = {n: ty for n, ty in ci.SHARD_COLUMNS}
+    return exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
 
 
 def _qualified_table(desc: RelationDesc, alias: str) -> exp.Table:

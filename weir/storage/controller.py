@@ -62,6 +62,11 @@ class ReadHold:
         self.shard_ids = shard_ids
         self.ts = ts
         self._released = False
+        self._others: list[ReadHold] = []
+
+    def also(self, other: ReadHold) -> None:
+        """Release `other` with this one (holds at other times, on other collections)."""
+        self._others.append(other)
 
     def downgrade(self, ts: int) -> None:
         """Let `since` advance up to `ts` (a subscription that has moved on)."""
@@ -90,6 +95,8 @@ class ReadHold:
         if not self._released:
             self._released = True
             self._controller.release_hold(self)
+            for other in self._others:
+                other.release()
 
     def __enter__(self) -> ReadHold:
         return self

@@ -99,12 +99,15 @@ class ComputeController:
 
     async def add_replica(self, cluster_id: str, replica_id: str, size: str,
                           incarnation_fn: IncarnationFn,
-                          config: dict[str, Any] | None = None) -> None:
-        """Have the orchestrator run the replica; returns before Spark is up."""
+                          config: dict[str, Any] | None = None,
+                          logging: dict[str, Any] | None = None) -> None:
+        """Have the orchestrator run the replica; returns before Spark is up. `logging`:
+        its CreateInstance logging configuration (introspection interval, its own shard)."""
         resolve_size(size, config)
         if replica_id in self.replicas:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"replica '{replica_id}' already exists")
         r = ReplicaState(cluster_id, replica_id, str(size), incarnation_fn)
+        r.logging = logging
         self.replicas[replica_id] = r
         self._notify()
 
@@ -177,6 +180,8 @@ class ComputeController:
         extra: dict[str, Any] = {"writer_epoch": self._dataflows.next_epoch(r.cluster_id)}
         if self.storage_config:
             extra["storage"] = self.storage_config
+        if r.logging is not None:
+            extra["logging"] = r.logging
         try:
             hello = await conn.handshake(incarnation, extra)
         except BaseException:
@@ -222,11 +227,13 @@ class ComputeController:
                 log.info("replica %s: reconnect failed: %s", r.replica_id, e)
             delay = min(delay * 2, 5.0)
 
-    async def ready_connections(self, cluster_id: str, timeout: float | None = None) -> list[ReplicaConnection]:
+    async def ready_connections(self, cluster_id: str, timeout: float | None = None,
+                                replica_id: str | None = None) -> list[ReplicaConnection]:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (self.ready_timeout if timeout is None else timeout)
         while True:
-            replicas = [r for r in self.replicas.values() if r.cluster_id == cluster_id]
+            replicas = [r for r in self.replicas.values() if r.cluster_id == cluster_id
+                        and (replica_id is None or r.replica_id == replica_id)]
             if not replicas:
                 raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
                                 f"cluster '{cluster_id}' has no replicas")
@@ -248,10 +255,13 @@ class ComputeController:
     # -- peeks ------------------------------------------------------------
 
     async def peek(self, cluster_id: str, sql: str, inputs: Sequence[Mapping[str, Any]],
-                   timestamp: int | None) -> PeekResult:
-        """Run `sql` over `inputs` on the cluster; rows stream in `PeekResult.batches`."""
+                   timestamp: int | None, replica_id: str | None = None) -> PeekResult:
+        """Run `sql` over `inputs` on the cluster (only on `replica_id` when given: a
+        targeted read); rows stream in `PeekResult.batches`."""
         body = {"type": P.PEEK, "sql": sql, "inputs": [dict(i) for i in inputs],
                 "timestamp": timestamp, "_id": next(self._ids)}
+        if replica_id is not None:
+            body["_replica"] = replica_id
         return await self.run_peek(cluster_id, body, 1)
 
     async def run_peek(self, cluster_id: str, body: dict[str, Any], attempt: int) -> PeekResult:
@@ -291,7 +301,7 @@ class ComputeController:
     async def _issue(self, cluster_id: str, peek_id: str, body: dict[str, Any]
                      ) -> tuple[ReplicaConnection | None, P.Message | None, asyncio.Queue[PeekEvent]]:
         """Send the peek to every ready replica; the first rows or error wins."""
-        conns = body.get("_conns") or await self.ready_connections(cluster_id)
+        conns = body.get("_conns") or await self.ready_connections(cluster_id, replica_id=body.get("_replica"))
         queue: asyncio.Queue[PeekEvent] = asyncio.Queue()
         wire = {k: v for k, v in body.items() if not k.startswith("_")}
         sent = [c for c in conns if c.send_peek(peek_id, queue, wire)]
@@ -356,7 +366,7 @@ class ComputeController:
                               inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
                               strategy: str = "recompute", index: Mapping[str, Any] | None = None,
                               errors_shard_id: str | None = None, thresholds_sql: str | None = None,
-                              since: int | None = None) -> str:
+                              since: int | None = None, name: str | None = None) -> str:
         """Install a materialized-view dataflow on every replica of the cluster, now and
         whenever one (re)connects. Returns once a replica accepted it, with the strategy it
         runs ("linear" falls back to "recompute" for non-linear queries); raises WeirError
@@ -365,9 +375,9 @@ class ComputeController:
         `errors_shard_id` has its query's data errors recorded there instead of retried; one
         with a temporal filter passes the query of its rows' flip times (`thresholds_sql`).
         `since`: a first AllowCompaction that travels with it (an index keeps history from
-        there from its first step)."""
+        there from its first step). `name`: the object's name, for the replica's introspection."""
         return await self._dataflows.create(cluster_id, dataflow_id, sql, inputs, output_shard_id,
-                                            as_of, strategy, index, errors_shard_id, thresholds_sql, since)
+                                            as_of, strategy, index, errors_shard_id, thresholds_sql, since, name)
 
     async def drop_dataflow(self, cluster_id: str, dataflow_id: str) -> None:
         """Uninstall it; returns once the connected replicas stopped it (or 30 s passed)."""

@@ -48,6 +48,7 @@ class ReplicaState:
     reason: str | None = "starting"
     exit_code: int | None = None
     reconnect: asyncio.Task[None] | None = None
+    logging: dict[str, Any] | None = None  # CreateInstance's logging configuration, this replica's own
 
 
 class ReplicaConnection:

@@ -49,6 +49,7 @@ class InstalledDataflow:
     errors_shard_id: str | None = None  # a materialized view's runtime errors (as data)
     thresholds_sql: str | None = None  # a temporal filter's flip times (weir.sql.temporal)
     since: int | None = None
+    name: str | None = None  # the object's name (replica introspection names its dataflow after it)
     frontiers: dict[str, int] = field(default_factory=dict)  # replica id -> write frontier
     strategies: dict[str, str] = field(default_factory=dict)  # replica id -> strategy it runs
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # replica id -> last error
@@ -73,6 +74,8 @@ class InstalledDataflow:
             command["thresholds_sql"] = self.thresholds_sql
         if self.since is not None:
             command["since"] = self.since
+        if self.name is not None:
+            command["name"] = self.name
         return command
 
 
@@ -165,14 +168,14 @@ class DataflowControl:
                      inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
                      strategy: str, index: Mapping[str, Any] | None = None,
                      errors_shard_id: str | None = None, thresholds_sql: str | None = None,
-                     since: int | None = None) -> str:
+                     since: int | None = None, name: str | None = None) -> str:
         if dataflow_id in self.dataflows:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
         conns = await self._ctl.ready_connections(cluster_id)
         df = InstalledDataflow(cluster_id, dataflow_id, sql, [dict(i) for i in inputs],
                                output_shard_id, int(as_of), strategy,
                                dict(index) if index is not None else None, errors_shard_id,
-                               thresholds_sql, since)
+                               thresholds_sql, since, name)
         df.created = asyncio.get_running_loop().create_future()
         self.dataflows[dataflow_id] = df
         command = df.command()

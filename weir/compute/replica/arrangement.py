@@ -71,6 +71,7 @@ class Arrangement:
         self.upper = 0  # 0: not hydrated
         self.floor = 0  # the earliest time a peek can read
         self.records = 0  # distinct rows held
+        self.size_bytes = 0  # their memory (an upper bound, as _entry_bytes)
         self._cond = threading.Condition()
 
     @property
@@ -86,11 +87,13 @@ class Arrangement:
         if n == 0:
             del bucket[row]
             self.records -= 1
+            self.size_bytes -= _entry_bytes(row)
             if not bucket:
                 del self.buckets[self._key(row)]
         else:
             if row not in bucket:
                 self.records += 1
+                self.size_bytes += _entry_bytes(row)
             bucket[row] = n
 
     # -- maintenance (the index dataflow's thread) ----------------------------------------
@@ -104,6 +107,7 @@ class Arrangement:
             self.history.clear()
             self.history_bytes = 0
             self.records = 0
+            self.size_bytes = 0
             for row, d in zip(arranged_rows(snapshot, width), diffs, strict=True):
                 if d:
                     self._add(row, int(d))

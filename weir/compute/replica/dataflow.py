@@ -178,6 +178,11 @@ class Dataflow:
         """The output upper this replica knows, the strategy it runs and its counters."""
         return {"write_frontier": self.upper, "strategy": self.effective_strategy, **self.stats}
 
+    def import_frontiers(self) -> dict[str, int]:
+        """Each input shard's upper as this dataflow knows it (introspection)."""
+        return {i.shard.shard_id: max(self.host.input_upper(i.shard.shard_id), i.durable_upper)
+                for i in list(self._inputs)}
+
     # -- set-up (blocking; on a worker thread) -----------------------------------------
 
     def prepare(self, store: ShardStore) -> None:

@@ -114,6 +114,10 @@ class DataflowManager:
         else:  # its CreateDataflow, sent just before, has not started yet: it takes this
             self._early_sinces[dataflow_id] = max(self._early_sinces.get(dataflow_id, 0), int(since))
 
+    def store(self) -> ShardStore:
+        """The replica's shard store (CreateInstance's storage), opened once."""
+        return self._store_for()
+
     def _store_for(self) -> ShardStore:
         with self._store_lock:
             if self._store is None:

@@ -79,6 +79,11 @@ def spark_conf(size: ReplicaSize, config: Mapping[str, Any] | None = None, *,
         "spark.ui.enabled": "true",
         "spark.ui.port": "0",
         "spark.ui.showConsoleProgress": "false",
+        # Introspection (spark_plan, spark_listener): without AQE an executed plan keeps the
+        # operator ids its explain printed (replicas run few partitions, so AQE's coalescing
+        # gains little), and a 1 s heartbeat gives live in-task SQL metrics (default 10 s).
+        "spark.sql.adaptive.enabled": "false",
+        "spark.executor.heartbeatInterval": "1s",
         # A JVM out of memory is unusable: let it die so the replica restarts (oom-killed).
         "spark.driver.extraJavaOptions": java,
         "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), f"weir-spark-{os.getpid()}"),
@@ -136,6 +141,8 @@ class SparkEngine:
         self._udfs = {name: udf(function, returns) for name, (function, returns) in spark_udfs.UDFS.items()}
         # an index's contents at a time (set by the replica): views read through their indexes
         self.index_source: Callable[[str, int], pa.Table] | None = None
+        # the introspection logs' current contents (set by the replica while it collects them)
+        self.live_logs: Callable[[], pa.Table] | None = None
         self.ui_url: str | None = self.sc.uiWebUrl  # asked once: heartbeats must not need the JVM
         self.version = str(self.spark.version)
         self.sc.setLogLevel(str((config or {}).get("log_level", "WARN")))
@@ -181,6 +188,15 @@ class SparkEngine:
         except (KeyError, TypeError) as e:
             raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed peek input: {e}") from None
         as_of = spec.get("as_of", timestamp)
+        if spec.get("live_logs"):  # this replica's in-memory introspection logs
+            if self.live_logs is None:
+                raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE,
+                                "this replica does not collect introspection (INTROSPECTION INTERVAL 0)")
+            table = self.live_logs()
+            df = session.createDataFrame(table) if table.num_rows else session.createDataFrame(
+                [], StructType.fromDDL(", ".join(f"{_quote(n)} {t.spark_ddl}" for n, t, _ in columns)))
+            df.createOrReplaceTempView(name)
+            return
         if spec.get("index") is not None:  # an index's arrangement, instead of recomputing a view
             if self.index_source is None or as_of is None:
                 raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, "no arrangements here",

@@ -91,7 +91,8 @@ class IndexDataflow(Dataflow):
         """Beside the counters: what the arrangement's history holds (held by the since)."""
         arr = self.arrangement
         return {**super().status(), "history_bytes": arr.history_bytes, "held_bytes": arr.held_bytes(),
-                "history_floor": arr.floor, "records": arr.records}
+                "history_floor": arr.floor, "records": arr.records, "size_bytes": arr.size_bytes,
+                "batches": 1}
 
     def error_count(self) -> int | None:
         return self.errors.count() if self.prepared else None
@@ -148,7 +149,9 @@ class IndexDataflow(Dataflow):
 
     def _hydrate(self) -> bool:
         arr = self.arrangement
-        upper = self._input_upper(0)
+        # poll the inputs' durable uppers until they pass the as_of (an input written by a
+        # replica, a materialized view's output, is not announced by the controller)
+        upper = self._input_upper(self.spec.as_of)
         plans = [inp.planner.plan(upper) for inp in self._inputs]
         since = max((p.frontiers.since for p in plans), default=0)
         floor = max(self.spec.as_of, since)

@@ -31,6 +31,8 @@ from weir.compute.replica import class_archive
 from weir.compute.replica.dataflow_manager import DataflowManager
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import error_fields, translate
+from weir.compute.replica.introspection_logs import IntrospectionLogs, live_table
+from weir.compute.replica.introspection_writer import IntrospectionWriter
 from weir.compute.sizes import ReplicaSize, resolve_size
 from weir.errors import SqlState, WeirError
 
@@ -78,6 +80,10 @@ class Replica:
         self.stopping = asyncio.Event()
         self.exit_code = 0
         self.dataflows = DataflowManager(engine, self._send_current, self._fatal)
+        self.logs = IntrospectionLogs(exports=lambda: dict(self.dataflows.dataflows))
+        self.logging: dict[str, Any] | None = None
+        self.writer: IntrospectionWriter | None = None
+        self._listener: Any = None
 
     # -- connections ------------------------------------------------------
 
@@ -141,8 +147,11 @@ class Replica:
         elif kind == P.UPDATE_INPUT_FRONTIERS:
             self.dataflows.update_input_frontiers(body)
         elif kind == P.CREATE_DATAFLOW:
+            if body.get("name"):
+                self.logs.names[str(body.get("dataflow_id"))] = str(body["name"])
             self._spawn(conn, self.dataflows.create(body))
         elif kind == P.DROP_DATAFLOW:
+            self.logs.dataflow_dropped(str(body.get("dataflow_id")))
             self._spawn(conn, self.dataflows.drop(body))
         elif kind == P.ALLOW_COMPACTION:
             self.dataflows.allow_compaction(body)
@@ -168,8 +177,38 @@ class Replica:
         self.incarnation = incarnation
         epoch = body.get("writer_epoch")
         self.dataflows.configure(body.get("storage"), None if epoch is None else int(epoch), incarnation)
+        self._configure_logging(body.get("logging"), incarnation)
         await conn.out.send({"type": P.INSTANCE_CREATED, "replica_id": self.replica_id,
                              "incarnation": incarnation})
+
+    def _configure_logging(self, config: dict[str, Any] | None, incarnation: int) -> None:
+        """CreateInstance's logging configuration: collect introspection every interval and,
+        given a shard, write it there with this incarnation as writer epoch. The same
+        configuration again (a reconnecting controller) changes nothing."""
+        if config == self.logging:
+            return
+        self.logging = config
+        if self.writer is not None:
+            self.writer.stop()
+            self.writer = None
+        interval_ms = int((config or {}).get("interval_ms", 0))
+        if interval_ms <= 0:
+            self.engine.live_logs = None
+            return
+        self.engine.live_logs = lambda: live_table(self.logs.contents())
+        drain = None
+        try:
+            if self._listener is None:
+                from weir.compute.replica.spark_listener import SparkListenerHandle
+
+                self._listener = SparkListenerHandle.install(self.engine.spark)
+            drain = self._listener.drain
+        except Exception:  # noqa: BLE001 - introspection must never stop the replica
+            log.exception("could not install the Spark listener; operator introspection is off")
+        shard_id = (config or {}).get("shard_id")
+        self.writer = IntrospectionWriter(self.logs, self.dataflows.store, str(shard_id) if shard_id else None,
+                                          incarnation, interval_ms / 1000, drain)
+        self.writer.start()
 
     def _send_current(self, body: dict[str, Any]) -> None:
         """Send on the current controller connection, if any (dataflow responses)."""
@@ -204,6 +243,8 @@ class Replica:
         conn.peeks[peek_id] = peek
         loop = asyncio.get_running_loop()
         started = time.monotonic()
+        self.logs.peek_started(peek_id, peek.tag, _peek_object(body), "index" if body.get("index") else "persist",
+                               int(body.get("timestamp") or 0))
         try:
             try:
                 if body.get("index") is not None:  # fast path: from the arrangement, no Spark job
@@ -241,6 +282,7 @@ class Replica:
         finally:
             peek.done.set()
             conn.peeks.pop(peek_id, None)
+            self.logs.peek_finished(peek_id)
 
     async def _send_rows(self, conn: _Connection, peek: _Peek, table: pa.Table) -> None:
         await conn.out.send({"type": P.PEEK_RESPONSE, "peek_id": peek.peek_id, "status": "rows"},
@@ -294,6 +336,7 @@ class Replica:
                     "heartbeat": self.heartbeat, "time": time.time(), "pid": os.getpid(),
                     "ui_url": self.engine.ui_url, "active_peeks": len(conn.peeks),
                     "dataflows": self.dataflows.status(),
+                    "introspection": self.writer.status() if self.writer is not None else None,
                     "uptime_s": round(time.monotonic() - self.started, 3)})
             except (ConnectionError, RuntimeError):
                 pass
@@ -328,6 +371,14 @@ class Replica:
                     log.warning("stopping dataflows: %s", e)
             self.pool.shutdown(wait=False, cancel_futures=True)
             self.fast_pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _peek_object(body: dict[str, Any]) -> str:
+    """What a peek reads, for mz_active_peeks: its index, else its first input's shard."""
+    if body.get("index") is not None:
+        return str(body["index"])
+    inputs = body.get("inputs") or []
+    return str(inputs[0].get("index") or str(inputs[0].get("name", "")).removeprefix("weir_")) if inputs else ""
 
 
 def _batches(table: pa.Table) -> list[pa.RecordBatch]:
