@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -32,10 +31,19 @@ def session_conf() -> dict[str, str]:
     return spark_conf(DEFAULT_SIZES["1"], {"spark_conf": {"spark.ui.enabled": "false"}})
 
 
-@pytest.fixture(scope="module")
-def spark(java: None) -> Iterator[Any]:
+def start_session() -> Any:
+    """The process's session with those settings (getOrCreate: the test modules
+    share one, which saves a JVM start)."""
     s = spark_session(session_conf())
     s.sparkContext.setLogLevel("ERROR")
+    # plan ids are only stable without AQE: fail loudly if the settings lost it
+    assert s.conf.get("spark.sql.adaptive.enabled") == "false"
+    return s
+
+
+@pytest.fixture(scope="session")
+def spark(java: None) -> Iterator[Any]:
+    s = start_session()
     yield s
     s.stop()
 

@@ -13,8 +13,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Private names of third-party libraries weir has to use (py4j's JVM, pyarrow's
-# expression call, pyiceberg's transaction update).
-THIRD_PARTY = {"_jvm", "_call", "_apply", "_exit"}
+# expression call, pyiceberg's transaction update, PySpark's handles on its JVM objects,
+# which a SparkListener and the status store are only reachable through).
+THIRD_PARTY = {"_jvm", "_call", "_apply", "_exit", "_gateway", "_jsc", "_jdf", "_jsparkSession"}
 
 
 def _defined_here(tree: ast.Module) -> set[str]:

@@ -121,8 +121,10 @@ def parse_cluster_statement(text: str) -> st.Statement | None:
             names.append([cluster, ts.ident()])
             if not ts.accept(","):
                 break
+        cascade = ts.accept("CASCADE")  # drops what reads the replica's introspection sources
+        ts.accept("RESTRICT")
         ts.done()
-        return st.Drop(text, "cluster replica", names, if_exists, False)
+        return st.Drop(text, "cluster replica", names, if_exists, cascade)
     if ts.accept("DROP", "CLUSTER"):
         if_exists = ts.accept("IF", "EXISTS")
         names = [[ts.ident()]]

@@ -17,6 +17,7 @@ divided equally among its operators in the same way. The worker is the task's pa
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter, defaultdict
@@ -27,6 +28,8 @@ from typing import Any
 import pyarrow as pa
 
 from weir.compute import introspection as ci
+
+log = logging.getLogger(__name__)
 
 PEEK_RETENTION_S = 60.0
 MAX_PEEKS = 32
@@ -115,7 +118,10 @@ class IntrospectionLogs:
                     self._next_dataflow += 1
                 if export is None:
                     df.ended = time.monotonic()
-                self._add_execution(df, rec)
+                try:
+                    self._add_execution(df, rec)
+                except Exception:  # noqa: BLE001 - one odd record must not stop the logs
+                    log.exception("introspection: could not record execution %s", getattr(rec, "execution_id", "?"))
         self._expire_peeks()
 
     def _add_execution(self, df: _Dataflow, rec: Any) -> None:
@@ -161,7 +167,7 @@ class IntrospectionLogs:
                 n = len(ran)
                 x["cpu_ns"] += int(task.cpu_ns) // n
                 x["gc_ns"] += int(task.gc_ms) * 1_000_000 // n
-                x["spill_bytes"] += (int(task.memory_bytes_spilled) + int(task.disk_bytes_spilled)) // n
+                x["spill_bytes"] += (int(task.memory_spilled) + int(task.disk_spilled)) // n
                 x["shuffle_read_bytes"] += int(task.shuffle_read_bytes) // n
                 x["shuffle_write_bytes"] += int(task.shuffle_write_bytes) // n
 

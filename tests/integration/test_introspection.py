@@ -1,0 +1,176 @@
+"""Replicated compute introspection (designs 001, 004): every replica records its
+dataflows in its own introspection shard, read per replica (`<log>_<replica_id>`), across
+replicas from any cluster (`<log>_persist`), or live from one targeted replica. Real
+server, real replica processes, real Spark, real Iceberg shards."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.integration.server import WeirServer
+from weir.compute import introspection as ci
+
+
+def _wait(c: psycopg.Connection, sql: str, ok: Callable[[list[tuple[Any, ...]]], bool],
+          timeout: float = 90, params: Any = None) -> list[tuple[Any, ...]]:
+    deadline = time.time() + timeout
+    rows: list[tuple[Any, ...]] = []
+    while time.time() < deadline:
+        rows = c.execute(sql, params).fetchall()
+        if ok(rows):
+            return rows
+        time.sleep(0.5)
+    raise AssertionError(f"{sql}: still {rows}")
+
+
+def _replica_id(c: psycopg.Connection, cluster: str, replica: str) -> str:
+    return c.execute("SELECT r.id FROM mz_catalog.mz_cluster_replicas r JOIN mz_catalog.mz_clusters c "
+                     "ON r.cluster_id = c.id WHERE c.name = %s AND r.name = %s", (cluster, replica)).fetchone()[0]
+
+
+def _pid(replica_id: str) -> int | None:
+    out = subprocess.run(["pgrep", "-f", f"weir.compute.replica .*--replica-id {replica_id}( |$)"],
+                         capture_output=True, text=True).stdout.split()
+    return int(out[0]) if out else None
+
+
+def _expect(c: psycopg.Connection, sql: str, sqlstate: str) -> psycopg.Error:
+    with pytest.raises(psycopg.Error) as info:
+        c.execute(sql)
+    assert info.value.sqlstate == sqlstate, (sql, info.value.sqlstate, str(info.value))
+    return info.value
+
+
+def test_a_replica_records_its_dataflows_and_arrangements(server: WeirServer) -> None:
+    with server.connect() as c:
+        rid = _replica_id(c, "quickstart", "r1")
+        sources = {r[0] for r in c.execute(
+            "SELECT name FROM mz_catalog.mz_sources WHERE type = 'introspection'").fetchall()}
+        assert {v.source_name(rid) for v in ci.LOG_VARIANTS} <= sources
+        c.execute("CREATE TABLE intro_t (k int, v int)")
+        c.execute("INSERT INTO intro_t VALUES (1, 10), (2, 20), (2, 5), (3, 1)")
+        c.execute("CREATE MATERIALIZED VIEW intro_mv AS SELECT k, sum(v) AS s FROM intro_t GROUP BY k")
+        mv_id = c.execute("SELECT id FROM mz_catalog.mz_materialized_views WHERE name = 'intro_mv'").fetchone()[0]
+        c.execute("CREATE INDEX intro_idx ON intro_mv (k)")
+        idx_id = c.execute("SELECT id FROM mz_catalog.mz_indexes WHERE name = 'intro_idx'").fetchone()[0]
+        assert c.execute("SELECT count(*) FROM intro_mv").fetchone() == (3,)
+        # the dataflows are named after the objects they maintain
+        names = {r[0] for r in _wait(c, f"SELECT name FROM mz_introspection.mz_dataflows_{rid}",
+                                     lambda rows: len({r[0] for r in rows} & {
+                                         "Dataflow: materialize.public.intro_mv",
+                                         "Dataflow: materialize.public.intro_idx"}) == 2)}
+        assert "Dataflow: materialize.public.intro_mv" in names
+        exports = dict(_wait(c, f"SELECT export_id, dataflow_id FROM mz_introspection.mz_compute_exports_{rid}",
+                             lambda rows: {mv_id, idx_id} <= {r[0] for r in rows}))
+        assert exports[mv_id] != exports[idx_id]
+        frontiers = dict(_wait(c, f"SELECT export_id, time FROM mz_introspection.mz_compute_frontiers_{rid}",
+                               lambda rows: {mv_id, idx_id} <= {r[0] for r in rows}))
+        assert frontiers[mv_id] > 0
+        t_id = c.execute("SELECT id FROM mz_catalog.mz_tables WHERE name = 'intro_t'").fetchone()[0]
+        _wait(c, f"SELECT export_id, import_id FROM mz_introspection.mz_compute_import_frontiers_{rid}",
+              lambda rows: (mv_id, t_id) in rows and (idx_id, mv_id) in rows)
+        # the index's arrangement holds the view's rows
+        sizes = _wait(c, "SELECT a.records, a.size FROM mz_introspection.mz_arrangement_sizes_" + rid + " a "
+                      "JOIN mz_introspection.mz_dataflow_operator_dataflows_" + rid + " o ON a.operator_id = o.id "
+                      "WHERE o.dataflow_name = 'Dataflow: materialize.public.intro_idx'",
+                      lambda rows: rows and rows[0][0] == 3)
+        assert sizes[0][1] > 0
+        c.execute("INSERT INTO intro_t VALUES (4, 4)")
+        _wait(c, "SELECT a.records FROM mz_introspection.mz_arrangement_sizes_" + rid + " a "
+              "JOIN mz_introspection.mz_dataflow_operator_dataflows_" + rid + " o ON a.operator_id = o.id "
+              "WHERE o.dataflow_name = 'Dataflow: materialize.public.intro_idx'", lambda rows: rows == [(4,)])
+        # peeks are counted in the histogram
+        assert _wait(c, f"SELECT sum(count) FROM mz_introspection.mz_peek_durations_histogram_{rid}",
+                     lambda rows: rows[0][0] is not None and rows[0][0] > 0)
+        c.execute("DROP MATERIALIZED VIEW intro_mv CASCADE")
+        _wait(c, f"SELECT export_id FROM mz_introspection.mz_compute_exports_{rid}",
+              lambda rows: not {mv_id, idx_id} & {r[0] for r in rows})
+
+
+def test_replicas_of_a_cluster_from_another_cluster_and_live(server: WeirServer) -> None:
+    with server.connect() as c:
+        c.execute("CREATE CLUSTER intro_two (SIZE '1', REPLICATION FACTOR 2)")
+        try:
+            r1, r2 = _replica_id(c, "intro_two", "r1"), _replica_id(c, "intro_two", "r2")
+            c.execute("CREATE TABLE intro_two_t (a int)")
+            c.execute("INSERT INTO intro_two_t VALUES (1), (2)")
+            c.execute("CREATE MATERIALIZED VIEW intro_two_mv IN CLUSTER intro_two AS SELECT count(*) AS n "
+                      "FROM intro_two_t")
+            c.execute("CREATE VIEW intro_two_where AS SELECT cluster, replica, replica_id, read_at, name "
+                      "FROM mz_introspection.mz_dataflows_persist")
+            # from quickstart: both replicas' rows, tagged, each with the time it was read at
+            rows = _wait(c, "SELECT cluster, replica, replica_id, read_at FROM intro_two_where "
+                         "WHERE name = 'Dataflow: materialize.public.intro_two_mv' ORDER BY replica",
+                         lambda rows: len(rows) == 2)
+            assert [r[:3] for r in rows] == [("intro_two", "r1", r1), ("intro_two", "r2", r2)]
+            assert all(int(r[3]) > 0 for r in rows)
+            # the live logs: a cluster of two replicas needs one targeted
+            c.execute("SET cluster = intro_two")
+            err = _expect(c, "SELECT * FROM mz_introspection.mz_dataflows", "55000")
+            assert "must target a replica" in str(err)
+            c.execute("SET cluster_replica = r2")
+            assert ("Dataflow: materialize.public.intro_two_mv",) in c.execute(
+                "SELECT name FROM mz_introspection.mz_dataflows").fetchall()
+            c.execute("RESET cluster_replica")
+            c.execute("SET cluster = quickstart")
+            _expect(c, "CREATE MATERIALIZED VIEW intro_bad AS SELECT * FROM mz_introspection.mz_dataflows",
+                    "0A000")
+
+            # kill -9 r2: its last rows stay readable while it is down
+            pid = _pid(r2)
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)
+            down = c.execute("SELECT count(*) FROM intro_two_where WHERE replica = 'r2' "
+                             "AND name = 'Dataflow: materialize.public.intro_two_mv'").fetchone()
+            assert down == (1,)
+            deadline = time.time() + 120
+            while time.time() < deadline and _pid(r2) in (None, pid):
+                time.sleep(0.5)
+            assert _pid(r2) not in (None, pid)
+            # the new incarnation replaces the old one's rows: exactly one of each, none stale
+            before = c.execute(f"SELECT read_at FROM intro_two_where WHERE replica_id = '{r2}'").fetchone()[0]
+            _wait(c, f"SELECT read_at FROM intro_two_where WHERE replica_id = '{r2}' AND read_at > {before}",
+                  lambda rows: len(rows) > 0, timeout=120)
+            time.sleep(3)
+            assert c.execute(f"SELECT name, count(*) FROM mz_introspection.mz_dataflows_{r2} GROUP BY name "
+                             "HAVING count(*) > 1").fetchall() == []
+            exports = c.execute(f"SELECT export_id FROM mz_introspection.mz_compute_exports_{r2}").fetchall()
+            assert len(exports) == len(set(exports)) == 1
+        finally:
+            c.execute("DROP VIEW IF EXISTS intro_two_where")
+            c.execute("DROP CLUSTER intro_two CASCADE")
+
+
+def test_dropping_replicas_and_introspection_options(server: WeirServer) -> None:
+    with server.connect() as c:
+        _expect(c, "CREATE CLUSTER intro_neg (SIZE '1', INTROSPECTION INTERVAL '-1s')", "22023")
+        _expect(c, "CREATE CLUSTER intro_neg (SIZE '1', INTROSPECTION INTERVAL 'soon')", "22023")
+        assert c.execute("SELECT count(*) FROM mz_catalog.mz_clusters WHERE name = 'intro_neg'").fetchone() == (0,)
+        c.execute("CREATE CLUSTER intro_off (SIZE '1', INTROSPECTION INTERVAL 0)")
+        c.execute("CREATE CLUSTER intro_un REPLICAS (a (SIZE '1'))")
+        try:
+            off = _replica_id(c, "intro_off", "r1")
+            assert c.execute("SELECT count(*) FROM mz_catalog.mz_sources WHERE name LIKE %s",
+                             (f"%\\_{off}",)).fetchone() == (0,)
+            assert c.execute("SELECT introspection_interval FROM mz_catalog.mz_clusters WHERE name = 'intro_off'"
+                             ).fetchone()[0].total_seconds() == 0
+            a = _replica_id(c, "intro_un", "a")
+            c.execute(f"CREATE VIEW intro_dep AS SELECT * FROM mz_introspection.mz_dataflows_{a}")
+            err = _expect(c, "DROP CLUSTER REPLICA intro_un.a", "2BP01")
+            assert "intro_dep" in str(err)
+            c.execute("DROP CLUSTER REPLICA intro_un.a CASCADE")
+            assert c.execute("SELECT count(*) FROM mz_catalog.mz_views WHERE name = 'intro_dep'").fetchone() == (0,)
+            _expect(c, f"SELECT * FROM mz_introspection.mz_dataflows_{a}", "42P01")
+            assert c.execute("SELECT count(*) FROM mz_catalog.mz_sources WHERE name LIKE %s",
+                             (f"%\\_{a}",)).fetchone() == (0,)
+        finally:
+            c.execute("DROP CLUSTER IF EXISTS intro_off CASCADE")
+            c.execute("DROP CLUSTER IF EXISTS intro_un CASCADE")
