@@ -20,6 +20,7 @@ import pyarrow as pa
 from weir.adapter import api
 from weir.adapter.builtin_tables import BuiltinWriter
 from weir.adapter.oracle import TimestampOracle
+from weir.adapter.replica_health import ReplicaHealth
 from weir.adapter.resolver import CatalogResolver
 from weir.adapter.session import Session
 from weir.catalog import Catalog
@@ -86,6 +87,7 @@ class Coordinator(api.Coordinator):
         from weir.adapter.durable_subscriptions import DurableSubscriptions
 
         self.durable_subscriptions = DurableSubscriptions(self)
+        self.health = ReplicaHealth(self)  # mz_cluster_replica_metrics, utilization, mz_dataflow_lag
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any
@@ -156,6 +158,7 @@ class Coordinator(api.Coordinator):
         for replica in self.catalog.list_replicas():
             await self.start_replica(replica)
         self._status_task = asyncio.create_task(self._watch_replica_statuses(), name="replica-statuses")
+        self.health.start()
         from weir.adapter import frontiers
 
         self._frontier_task = asyncio.create_task(frontiers.watch(self), name="frontiers")
@@ -193,6 +196,7 @@ class Coordinator(api.Coordinator):
         await self.statement_log.stop()
         await self.holds.stop()
         await self.durable_subscriptions.stop()
+        await self.health.stop()
         if self._status_task is not None:
             self._status_task.cancel()
         if self._frontier_task is not None:
@@ -224,7 +228,7 @@ class Coordinator(api.Coordinator):
 
     async def builtin_writes_settled(self, ids: Iterable[str]) -> None:
         ids = list(ids)
-        for live in (self.holds.lag, self.durable_subscriptions.relation):  # measured when read
+        for live in (self.holds.lag, self.durable_subscriptions.relation, *self.health.relations):  # measured when read
             if live.relation.id in ids:
                 await live.refresh()
         await self.builtins.writes_settled(ids)

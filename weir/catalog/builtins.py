@@ -304,6 +304,9 @@ def _t(*cols: tuple[str, PgType]) -> tuple[tuple[str, PgType], ...]:
 
 _CREATE_SQL = (("create_sql", TEXT), ("redacted_create_sql", TEXT))
 
+_REPLICA_METRICS = _t(("replica_id", TEXT), ("process_id", INT8), ("cpu_nano_cores", INT8), ("memory_bytes", INT8),
+                      ("heap_bytes", INT8), ("heap_limit", INT8), ("gc_ns", INT8))
+
 BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_CATALOG, "mz_databases", "s100", 16400, _t(
         ("id", TEXT), ("oid", OID), ("name", TEXT), ("owner_id", TEXT),
@@ -383,6 +386,18 @@ BUILTINS: tuple[BuiltinTable, ...] = (
         ("id", TEXT), ("name", TEXT), ("query", TEXT), ("cluster_id", TEXT), ("acknowledged_up_to", MZ_TIMESTAMP),
         ("time_since_ack", INTERVAL), ("lag", INTERVAL), ("state", TEXT), ("reader_session_id", TEXT)),
         _runtime, frozenset({"lag", "reader_session_id"}), runtime=True),
+    # replica health (weir.adapter.replica_health): what each replica's heartbeat reports
+    BuiltinTable(MZ_INTERNAL, "mz_cluster_replica_metrics", "s230", 16530, _REPLICA_METRICS, _runtime,
+                 frozenset({"cpu_nano_cores", "heap_bytes", "heap_limit", "gc_ns"}), runtime=True),
+    BuiltinTable(MZ_INTERNAL, "mz_cluster_replica_metrics_history", "s231", 16531,
+                 _REPLICA_METRICS + (("occurred_at", TIMESTAMPTZ),), _runtime,
+                 frozenset({"cpu_nano_cores", "heap_bytes", "heap_limit", "gc_ns"}), runtime=True),
+    BuiltinTable(MZ_INTERNAL, "mz_cluster_replica_utilization", "s232", 16532, _t(
+        ("replica_id", TEXT), ("process_id", INT8), ("cpu_percent", FLOAT8), ("memory_percent", FLOAT8),
+        ("heap_percent", FLOAT8)), _runtime, frozenset({"cpu_percent", "heap_percent"}), runtime=True),
+    BuiltinTable(MZ_INTERNAL, "mz_dataflow_lag", "s233", 16533, _t(
+        ("object_id", TEXT), ("replica_id", TEXT), ("write_frontier", MZ_TIMESTAMP),
+        ("input_frontier", MZ_TIMESTAMP), ("lag_ms", INT8)), _runtime, runtime=True),
     BuiltinTable(MZ_INTERNAL, "mz_history_retention_strategies", "s221", 16521, _t(
         ("id", TEXT), ("strategy", TEXT), ("value", BY_NAME["jsonb"])), _history_retention),
     BuiltinTable(MZ_INTERNAL, "mz_object_dependencies", "s200", 16500, _t(

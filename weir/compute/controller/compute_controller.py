@@ -407,6 +407,10 @@ class ComputeController:
         """dataflow id -> replica id -> how many runtime errors its export holds now."""
         return {d: dict(df.error_counts) for d, df in self._dataflows.dataflows.items()}
 
+    def dataflow_definitions(self) -> dict[str, Any]:
+        """dataflow id -> what was installed (inputs) and each replica's write frontier."""
+        return dict(self._dataflows.dataflows)
+
     def dataflow_statuses(self) -> dict[str, dict[str, dict[str, Any]]]:
         """dataflow id -> replica id -> what that replica's last heartbeat said of it
         (protocol Status: counters; an index's history_bytes and history_floor)."""

@@ -34,10 +34,12 @@ Contents = dict[str, Counter[tuple[Any, ...]]]
 
 class IntrospectionWriter:
     def __init__(self, logs: IntrospectionLogs, store: Callable[[], ShardStore], shard_id: str | None, epoch: int,
-                 interval_s: float, drain: Callable[[], list[Any]] | None = None) -> None:
+                 interval_s: float, drain: Callable[[], list[Any]] | None = None,
+                 every_interval: Callable[[], None] | None = None) -> None:
         self.logs, self._store, self.shard_id, self.epoch = logs, store, shard_id, epoch
         self.interval_s = max(0.05, interval_s)
         self._drain = drain
+        self._every_interval = every_interval  # e.g. reading the JVM's heap, off the heartbeat
         self._written: Contents | None = None  # what the shard holds, as far as this writer knows
         self._upper = 0
         self._shard: Any = None
@@ -90,6 +92,11 @@ class IntrospectionWriter:
 
     def write_once(self) -> None:
         """One interval: feed finished Spark executions in, append what changed."""
+        if self._every_interval is not None:
+            try:
+                self._every_interval()
+            except Exception:  # noqa: BLE001 - health figures are best effort
+                log.debug("introspection: reading process metrics failed", exc_info=True)
         if self._drain is not None:
             self.logs.executions(self._drain())
         if self.shard_id is None:  # collected for live reads only

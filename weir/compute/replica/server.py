@@ -29,10 +29,11 @@ import pyarrow as pa
 from weir.compute import protocol as P
 from weir.compute.replica import class_archive
 from weir.compute.replica.dataflow_manager import DataflowManager
-from weir.compute.replica.engine import SparkEngine
+from weir.compute.replica.engine import SparkEngine, jvm_process
 from weir.compute.replica.errors import error_fields, translate
 from weir.compute.replica.introspection_logs import IntrospectionLogs, live_table
 from weir.compute.replica.introspection_writer import IntrospectionWriter
+from weir.compute.replica.process_metrics import ProcessMetrics
 from weir.compute.sizes import ReplicaSize, resolve_size
 from weir.errors import SqlState, WeirError
 
@@ -84,6 +85,8 @@ class Replica:
         self.logging: dict[str, Any] | None = None
         self.writer: IntrospectionWriter | None = None
         self._listener: Any = None
+        jvm = jvm_process(engine.spark)
+        self.metrics = ProcessMetrics(jvm.pid if jvm is not None else None)
 
     # -- connections ------------------------------------------------------
 
@@ -207,7 +210,8 @@ class Replica:
             log.exception("could not install the Spark listener; operator introspection is off")
         shard_id = (config or {}).get("shard_id")
         self.writer = IntrospectionWriter(self.logs, self.dataflows.store, str(shard_id) if shard_id else None,
-                                          incarnation, interval_ms / 1000, drain)
+                                          incarnation, interval_ms / 1000, drain,
+                                          every_interval=lambda: self.metrics.read_jvm(self.engine.spark))
         self.writer.start()
 
     def _send_current(self, body: dict[str, Any]) -> None:
@@ -337,6 +341,7 @@ class Replica:
                     "ui_url": self.engine.ui_url, "active_peeks": len(conn.peeks),
                     "dataflows": self.dataflows.status(),
                     "introspection": self.writer.status() if self.writer is not None else None,
+                    "metrics": self.metrics.sample(),
                     "uptime_s": round(time.monotonic() - self.started, 3)})
             except (ConnectionError, RuntimeError):
                 pass

@@ -453,6 +453,16 @@ class _JavaListener:
     def __init__(self, handle: SparkListenerHandle) -> None:
         self._handle = handle
 
+    # java.lang.Object's, which the JVM asks the proxy too (the listener bus, on removal)
+    def equals(self, other: Any) -> bool:
+        return other is self
+
+    def hashCode(self) -> int:  # noqa: N802
+        return id(self) & 0x7FFFFFFF
+
+    def toString(self) -> str:  # noqa: N802
+        return f"weir SparkListener {id(self):x}"
+
     # used
     def onTaskEnd(self, event: Any) -> None:  # noqa: N802 - the Java interface's names
         self._handle._callback(event)
