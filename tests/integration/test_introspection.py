@@ -174,3 +174,48 @@ def test_dropping_replicas_and_introspection_options(server: WeirServer) -> None
         finally:
             c.execute("DROP CLUSTER IF EXISTS intro_off CASCADE")
             c.execute("DROP CLUSTER IF EXISTS intro_un CASCADE")
+
+
+def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
+    import re
+
+    with server.connect() as c:
+        rid = _replica_id(c, "quickstart", "r1")
+        c.execute("CREATE TABLE intro_ops (k int, v int)")
+        c.execute("INSERT INTO intro_ops SELECT g % 7, g FROM generate_series(1, 500) AS g")
+        c.execute("CREATE MATERIALIZED VIEW intro_ops_mv AS SELECT k, sum(v) AS s, count(*) AS n "
+                  "FROM intro_ops GROUP BY k")
+        mv_id = c.execute("SELECT id FROM mz_catalog.mz_materialized_views WHERE name = 'intro_ops_mv'").fetchone()[0]
+        c.execute("INSERT INTO intro_ops VALUES (1, 1000)")  # a second tick, with a previous result
+        ops_sql = (f"SELECT o.plan_node_id, o.name FROM mz_introspection.mz_dataflow_operators_per_worker_{rid} o "
+                   f"JOIN mz_introspection.mz_compute_exports_{rid} e ON e.dataflow_id = o.dataflow_id "
+                   f"WHERE e.export_id = '{mv_id}' AND o.plan_node_id > 0")
+        _wait(c, "SELECT n FROM intro_ops_mv WHERE k = 1", lambda rows: rows == [(73,)])
+        deadline = time.time() + 60
+        while True:  # the plan the replica last recorded and EXPLAIN agree (once a steady plan ran)
+            ops = set(c.execute(ops_sql).fetchall())
+            text = c.execute("EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR MATERIALIZED VIEW intro_ops_mv").fetchone()[0]
+            shown = {(int(m.group(2)), m.group(1).strip()) for m in re.finditer(r"^\s*(.+?) \((\d+)\)$", text, re.M)}
+            if ops and ops == shown or time.time() > deadline:
+                break
+            time.sleep(1)
+        assert ops and ops == shown, (ops, text)
+        assert any(name == "HashAggregate" for _, name in ops)
+        # every operator that ran has time and the scans have rows; elapsed adds up per worker
+        elapsed = dict(_wait(c, f"SELECT o.plan_node_id, e.elapsed_ns FROM mz_introspection.mz_scheduling_elapsed_{rid} e "
+                                f"JOIN mz_introspection.mz_dataflow_operator_dataflows_{rid} o ON e.id = o.id "
+                                f"WHERE o.dataflow_name = 'Dataflow: materialize.public.intro_ops_mv'",
+                             lambda rows: len(rows) > 0))
+        assert all(v > 0 for v in elapsed.values()) and sum(elapsed.values()) > 0
+        rows = c.execute(f"SELECT o.name, sum(m.rows) FROM mz_introspection.mz_spark_operator_metrics_per_worker_{rid} m "
+                         f"JOIN mz_introspection.mz_dataflow_operator_dataflows_{rid} o ON m.id = o.id "
+                         f"WHERE o.dataflow_name = 'Dataflow: materialize.public.intro_ops_mv' GROUP BY o.name").fetchall()
+        assert dict(rows).get("Scan parquet", 0) >= 500, rows
+        # channels connect operators of the plan, exchanges named by their partitioning
+        kinds = {r[0] for r in c.execute(f"SELECT type FROM mz_introspection.mz_dataflow_channels_{rid}").fetchall()}
+        assert "pipeline" in kinds and any("partitioning" in k or k == "SinglePartition" for k in kinds), kinds
+        # the time a peek spent, per operator: its Spark job is a dataflow of its own
+        c.execute("SELECT k, count(*) FROM intro_ops WHERE v > 3 GROUP BY k").fetchall()
+        _wait(c, f"SELECT count(*) FROM mz_introspection.mz_dataflows_{rid} WHERE name LIKE 'Dataflow: peek %'",
+              lambda r: r[0][0] > 0)
+        c.execute("DROP MATERIALIZED VIEW intro_ops_mv")

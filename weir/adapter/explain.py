@@ -109,6 +109,11 @@ async def explain(session: Session, stmt: st.Explain) -> api.Rows:
         text = _index_plan(session, item, stmt.stage)
         if text is not None:
             return await _one(_LABELS[stmt.stage], text)
+    node_ids = "node_ids" in stmt.options or "node identifiers" in stmt.options
+    if node_ids and stmt.stage == "physical" and stmt.object_kind == "materialized view":
+        text = await _dataflow_plan(session, stmt)
+        if text is not None:
+            return await _one(_LABELS[stmt.stage], text)
     q = _query_of(session, stmt)
     if stmt.stage == "raw" and "spark" not in stmt.options:
         text = q.sql(dialect="postgres", pretty=True)
@@ -117,19 +122,59 @@ async def explain(session: Session, stmt: st.Explain) -> api.Rows:
     plan = planning.plan(session, q, spark=True)  # a constant query too: how Spark would run it
     assert plan.spark is not None
     spark_sql = plan.spark.template.render([], session.context(ts))
-    inputs = [query.input_spec(d, [], ts, False) for d in plan.inputs.values()]
+    # the inputs as a read now would see them: Spark plans a scan of data files otherwise
+    # than an empty input, and the plan (its node ids) should be the one a read runs
+    inputs = await query.peek_inputs(session.coord, plan.inputs,
+                                     max([ts, *(query.storage_since(session.coord, sid) for sid in plan.inputs)]),
+                                     query.introspection_times(session.coord, plan.inputs))
     cluster = session.coord.current_cluster(session)
-    result = await session.coord.compute.peek(cluster.id, "EXPLAIN EXTENDED " + spark_sql, inputs, None)
+    mode = "FORMATTED" if node_ids and stmt.stage == "physical" else "EXTENDED"
+    result = await session.coord.compute.peek(cluster.id, f"EXPLAIN {mode} " + spark_sql, inputs, None)
     table = await result.collect()
     full = table.column(0)[0].as_py() if table.num_rows else ""
     section = _section(full, _SECTIONS[stmt.stage])
-    if "node_ids" in stmt.options or "node identifiers" in stmt.options:
-        section = _number_nodes(section)
+    if node_ids:
+        # Spark's formatted plan: its tree, each node with the id Spark numbers it by
+        # (the plan node ids introspection and hydration use); the per-node details after it
+        section = section.split("\n\n", 1)[0] if stmt.stage == "physical" else _number_nodes(section)
     if stmt.object_kind == "index":
         item = session.coord.catalog.get_item(session.coord.resolver(session).lookup(stmt.object_name or []).id)
         section = f"ArrangeBy keys=[({', '.join(item.definition['keys'])})] in replica memory\n" + \
             "\n".join("  " + line for line in section.splitlines())
     return await _one(_LABELS[stmt.stage], section)
+
+
+async def _dataflow_plan(session: Session, stmt: st.Explain) -> str | None:
+    """The plan a materialized view's dataflow runs, as a replica of its cluster recorded
+    it (its latest Spark job's physical plan, by plan node id); None before any has."""
+    from weir.adapter import introspection
+
+    coord = session.coord
+    item = coord.catalog.get_item(coord.resolver(session).lookup(stmt.object_name or []).id)
+    if item.kind != "materialized-view" or item.cluster_id is None:
+        return None
+    for replica in coord.catalog.list_replicas(item.cluster_id):
+        ops = await introspection.dataflow_operators(coord, replica.id, item.id)
+        if ops:
+            return plan_tree(ops)
+    return None
+
+
+def plan_tree(ops: list[tuple[int, str, int | None]]) -> str:
+    """(plan node id, name, parent's plan node id) as an indented tree, `Name (id)` per line."""
+    children: dict[int | None, list[tuple[int, str]]] = {}
+    ids = {i for i, _, _ in ops}
+    for i, name, parent in ops:
+        children.setdefault(parent if parent in ids else None, []).append((i, name))
+    lines: list[str] = []
+
+    def walk(parent: int | None, depth: int) -> None:
+        for i, name in sorted(children.get(parent, []), reverse=True):
+            lines.append(f"{'  ' * depth}{name.strip()} ({i})")
+            walk(i, depth + 1)
+
+    walk(None, 0)
+    return "\n".join(lines)
 
 
 def _section(text: str, header: str) -> str:

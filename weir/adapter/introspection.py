@@ -104,3 +104,35 @@ async def drop_shards(coord: Coordinator, replica_ids: set[str]) -> None:
         sid = ci.shard_id(rid)
         if sid in coord.storage.collections:
             await coord.storage.drop_collection(sid)
+
+
+async def read_logs(coord: Coordinator, replica_id: str, names: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """These logs of a replica as its shard holds them at its latest complete time."""
+    sid = ci.shard_id(replica_id)
+    t = coord.introspection_read_time(sid)
+    out: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    if t is None or sid not in coord.storage.collections or t < coord.storage.frontiers(sid)[0]:
+        return out
+    snap = await coord.storage.snapshot(sid, t)
+    for row in snap.to_pylist():
+        variant = ci.BY_NAME.get(row["log"])
+        if variant is None or variant.name not in names:
+            continue
+        value = {col: row[slot] for col, slot in variant.slots}
+        out[variant.name].extend([value] * int(row["mz_diff"]))
+    return out
+
+
+async def dataflow_operators(coord: Coordinator, replica_id: str, export_id: str
+                             ) -> list[tuple[int, str, int | None]]:
+    """(plan node id, name, parent plan node id) of the operators the replica's dataflow
+    for `export_id` runs, as its introspection recorded them."""
+    logs = await read_logs(coord, replica_id, {"mz_compute_exports_per_worker", "mz_dataflow_operators_per_worker",
+                                               "mz_dataflow_operator_parents_per_worker"})
+    dataflow = next((e["dataflow_id"] for e in logs["mz_compute_exports_per_worker"] if e["export_id"] == export_id),
+                    None)
+    ops = {o["id"]: o for o in logs["mz_dataflow_operators_per_worker"]
+           if o["dataflow_id"] == dataflow and o["plan_node_id"] > 0}
+    parents = {p["id"]: p["parent_id"] for p in logs["mz_dataflow_operator_parents_per_worker"]}
+    return [(o["plan_node_id"], o["name"], ops[parents[i]]["plan_node_id"] if parents.get(i) in ops else None)
+            for i, o in ops.items()]

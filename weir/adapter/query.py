@@ -89,6 +89,10 @@ def stored_inputs(inputs: dict[str, RelationDesc]) -> list[str]:
     return [sid for sid, d in inputs.items() if d is None or not d.volatile]
 
 
+def storage_since(coord: Any, sid: str) -> int:
+    return coord.storage.frontiers(sid)[0] if sid in coord.storage.collections else 0
+
+
 def introspection_times(coord: Any, inputs: dict[str, RelationDesc]) -> dict[str, int]:
     """Each introspection shard's read time: the one its plan chose (its `read_at` column
     says so), kept readable; else the shard's latest complete time. Never waits."""
@@ -280,17 +284,25 @@ async def _spark_peek(session: Session, spark: SparkPlan, params: list[Any], ts:
     index's)."""
     coord = session.coord
     sql = spark.template.render(params, session.context(ts))
-    inputs = []
-    for sid, desc in spark.inputs.items():
+    inputs = await peek_inputs(coord, spark.inputs, ts, own_times)
+    return await coord.compute.peek(cluster_id, sql, inputs, ts, replica_id=replica_id)
+
+
+async def peek_inputs(coord: Any, inputs: dict[str, RelationDesc], ts: int,
+                      own_times: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """A peek's inputs: shards' data files as of `ts` (an introspection shard's as of its
+    own time), a replica's live logs, or index arrangements (inputs whose id is an index's)."""
+    out = []
+    for sid, desc in inputs.items():
         if sid == ci.LIVE_LOGS:  # the targeted replica's in-memory introspection logs
-            inputs.append({**input_spec(desc, [], ts, False), "live_logs": True})
+            out.append({**input_spec(desc, [], ts, False), "live_logs": True})
         elif sid in coord.storage.collections:
             at = (own_times or {}).get(sid, ts)
             scan = await coord.storage.scan_plan(sid, at)
-            inputs.append(input_spec(desc, list(scan.files), at, bool(scan.may_have_retractions)))
+            out.append(input_spec(desc, list(scan.files), at, bool(scan.may_have_retractions)))
         else:
-            inputs.append({**input_spec(desc, [], ts, False), "index": sid})
-    return await coord.compute.peek(cluster_id, sql, inputs, ts, replica_id=replica_id)
+            out.append({**input_spec(desc, [], ts, False), "index": sid})
+    return out
 
 
 def target_replica(session: Session, cluster_id: str, inputs: dict[str, RelationDesc]) -> str | None:

@@ -59,6 +59,9 @@ class _Dataflow:
     export_id: str | None
     ended: float | None = None  # a transient (peek) dataflow's end (monotonic)
     operators: dict[tuple[int, str], _Operator] = field(default_factory=dict)
+    # the operators of its latest Spark job's plan: the ones it runs now (the first job of a
+    # view, its hydration, may have had another plan)
+    current: set[tuple[int, str]] = field(default_factory=set)
 
 
 @dataclass
@@ -125,12 +128,16 @@ class IntrospectionLogs:
         self._expire_peeks()
 
     def _add_execution(self, df: _Dataflow, rec: Any) -> None:
+        if not rec.tasks and all(str(n.name).startswith("Execute ") for n in rec.nodes):
+            return  # a command (binding a temp view ...), not work of the dataflow
         ops: dict[int, _Operator] = {}
+        if rec.nodes:
+            df.current = {(int(n.node_id), str(n.name).strip()) for n in rec.nodes} | {(0, "ArrangeBy")}
         for node in rec.nodes:
-            k = (int(node.node_id), str(node.name))
+            k = (int(node.node_id), str(node.name).strip())
             op = df.operators.get(k)
             if op is None:
-                op = df.operators[k] = _Operator(self._next_operator, df.id, int(node.node_id), str(node.name),
+                op = df.operators[k] = _Operator(self._next_operator, df.id, int(node.node_id), k[1],
                                                  str(node.description)[:200], node.parent_id, node.exchange)
                 self._next_operator += 1
             op.parent_plan_node_id = node.parent_id
@@ -217,8 +224,9 @@ class IntrospectionLogs:
 
     def _dataflow_rows(self, df: _Dataflow, out: dict[str, Counter[tuple[Any, ...]]]) -> None:
         out["mz_dataflows_per_worker"][(df.id, 0, df.name)] += 1
-        by_node = {op.plan_node_id: op for op in df.operators.values()}
-        for op in df.operators.values():
+        live = [op for k, op in df.operators.items() if not df.current or k in df.current]
+        by_node = {op.plan_node_id: op for op in live}
+        for op in live:
             out["mz_dataflow_operators_per_worker"][
                 (op.id, 0, op.name, df.id, op.plan_node_id, op.description)] += 1
             parent = by_node.get(op.parent_plan_node_id) if op.parent_plan_node_id is not None else None

@@ -236,7 +236,7 @@ class SparkListenerHandle:
     def __init__(self, max_ended: int = MAX_ENDED, max_tasks: int = MAX_TASKS) -> None:
         self.max_ended = max_ended
         self.max_tasks = max_tasks
-        self.dropped = 0  # ended executions dropped undrained (oldest first)
+        self.dropped = 0  # executions dropped undrained: past max_ended ended or MAX_RUNNING running
         self.errors = 0  # events that could not be read (logged once)
         self.callback_ns = 0  # time spent in the callbacks that did work
         self.events = 0  # the callbacks that did work
