@@ -219,3 +219,30 @@ def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
         _wait(c, f"SELECT count(*) FROM mz_introspection.mz_dataflows_{rid} WHERE name LIKE 'Dataflow: peek %'",
               lambda r: r[0][0] > 0)
         c.execute("DROP MATERIALIZED VIEW intro_ops_mv")
+
+
+STATEMENT_WORK = """
+SELECT o.name AS operator, sum(e.elapsed_ns) AS elapsed_ns
+FROM mz_internal.mz_statement_execution_history h
+JOIN mz_internal.mz_prepared_statement_history p ON h.prepared_statement_id = p.id
+JOIN mz_internal.mz_statement_dataflows sd ON sd.statement_id = h.id
+JOIN mz_introspection.mz_dataflow_operator_dataflows_persist o
+  ON o.replica_id = sd.replica_id AND o.dataflow_name = sd.dataflow_name
+JOIN mz_introspection.mz_scheduling_elapsed_persist e ON e.replica_id = o.replica_id AND e.id = o.id
+WHERE p.sql LIKE '%intro_marker_7%' AND p.sql NOT LIKE '%mz_statement_dataflows%'
+GROUP BY o.name ORDER BY elapsed_ns DESC
+"""
+
+
+def test_what_a_statement_spent_its_time_on(server: WeirServer) -> None:
+    """Part 9: a statement execution joins to the Spark job it ran and its operators (the
+    README's query)."""
+    with server.connect() as c:
+        c.execute("SET statement_history_sample_rate = 1")
+        c.execute("CREATE TABLE intro_stmt (a int, b text)")
+        c.execute("INSERT INTO intro_stmt SELECT g, 'x' || g FROM generate_series(1, 300) AS g")
+        c.execute("SELECT b, count(*) AS intro_marker_7 FROM intro_stmt WHERE a % 3 = 0 GROUP BY b").fetchall()
+        rows = _wait(c, STATEMENT_WORK, lambda rows: len(rows) > 0, timeout=60)
+        names = {r[0] for r in rows}
+        assert {"HashAggregate", "Scan parquet"} <= names, rows
+        assert all(r[1] > 0 for r in rows)

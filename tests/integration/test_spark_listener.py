@@ -91,8 +91,7 @@ def test_records_of_a_shuffle(spark: Any, listener: SparkListenerHandle, describ
     assert rec.node_totals(exchange)["shuffle records written"] == sum(
         t.shuffle_write_records for t in rec.tasks)
     assert rec.node_totals(node(rec, "HashAggregate"))["number of output rows"] == 7 * 4
-    # the WholeStageCodegen time is kept too
-    assert all(rec.metric_totals.get(s.metrics["duration"][0]) for s in rec.codegen)
+    assert [(s.stage_id, s.node_ids) for s in rec.codegen] == [(1, (1, 2, 3)), (2, (5,))]
 
 
 def test_arrow_input_cache_and_driver_metrics(spark: Any, listener: SparkListenerHandle,
@@ -154,8 +153,10 @@ def test_every_interface_method_exists(spark: Any) -> None:
 
 # ---- the store, on hand-made events (no Spark) -------------------------------------------
 
-_PLAN = {"nodeName": "Range", "simpleString": "Range (0, 10)", "children": [], "metadata": {},
-         "metrics": [{"name": "number of output rows", "accumulatorId": 7, "metricType": "sum"}]}
+_PLAN = {"nodeName": "WholeStageCodegen (1)", "simpleString": "", "metadata": {},
+         "metrics": [{"name": "duration", "accumulatorId": 8, "metricType": "timing"}],
+         "children": [{"nodeName": "Range", "simpleString": "Range (0, 10)", "children": [], "metadata": {},
+                       "metrics": [{"name": "number of output rows", "accumulatorId": 7, "metricType": "sum"}]}]}
 _SQL = "org.apache.spark.sql.execution.ui."
 
 
@@ -177,7 +178,8 @@ def _task(stage: int, partition: int, rows: int) -> dict[str, Any]:
     return {"Event": "SparkListenerTaskEnd", "Stage ID": stage, "Stage Attempt ID": 0,
             "Task End Reason": {"Reason": "Success"},
             "Task Info": {"Index": partition, "Partition ID": partition, "Launch Time": 5, "Finish Time": 9,
-                          "Accumulables": [{"ID": 7, "Update": str(rows)}, {"ID": 99, "Update": 1}]},
+                          "Accumulables": [{"ID": 7, "Update": str(rows)}, {"ID": 8, "Update": "2"},
+                                           {"ID": 99, "Update": 1}]},
             "Task Metrics": {"Executor Run Time": 3, "Executor CPU Time": 2_000_000, "JVM GC Time": 1,
                              "Shuffle Read Metrics": {"Local Bytes Read": 4, "Remote Bytes Read": 6},
                              "Input Metrics": {"Records Read": rows}}}
@@ -194,12 +196,13 @@ def test_store_bounds_and_snapshots() -> None:
     assert len(snap.tasks) == 1 and snap.description == "dataflow u7"
     t = snap.tasks[0]
     assert (t.run_time_ns, t.cpu_ns, t.shuffle_read_bytes, t.input_records, t.metric_updates) == (
-        3_000_000, 2_000_000, 10, 5, {7: 5})
+        3_000_000, 2_000_000, 10, 5, {7: 5, 8: 2})  # 99: not the plan's
     for p in range(2, 6):
         h.handle(_task(10, p, 1))
     (rec,) = h.running()
     assert rec.tasks_truncated and rec.tasks == [] and rec.task_count == 6
     assert rec.node_totals(1) == {"number of output rows": 15} and rec.stage_of_node(1) == 10
+    assert rec.metric_totals[8] == (12, 6)  # the codegen stage's time: (sum, tasks)
     for eid in (1, 2, 3, 4):
         if eid > 1:
             h.handle(_start(eid))

@@ -121,6 +121,8 @@ async def create(session: Session, stmt: st.CreateIndex) -> api.Command:
         hold.release()
         cat.drop_item(item.id)
         raise
+    for replica in cat.list_replicas(cluster.id):
+        session.dataflow_ran(replica.id, f"Dataflow: {item.full_name}")
     await coord.catalog_changed()
     return api.Command("CREATE INDEX")
 

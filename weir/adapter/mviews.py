@@ -123,6 +123,8 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         except Exception:  # noqa: BLE001 - best effort clean-up of a failed CREATE
             log.warning("dropping the shard of failed materialized view %s", item.id, exc_info=True)
         raise
+    for replica in cat.list_replicas(cluster.id):
+        session.dataflow_ran(replica.id, f"Dataflow: {item.full_name}")
     await coord.catalog_changed()
     return api.Command("CREATE MATERIALIZED VIEW")
 

@@ -285,7 +285,9 @@ async def _spark_peek(session: Session, spark: SparkPlan, params: list[Any], ts:
     coord = session.coord
     sql = spark.template.render(params, session.context(ts))
     inputs = await peek_inputs(coord, spark.inputs, ts, own_times)
-    return await coord.compute.peek(cluster_id, sql, inputs, ts, replica_id=replica_id)
+    result = await coord.compute.peek(cluster_id, sql, inputs, ts, replica_id=replica_id)
+    session.dataflow_ran(result.replica_id, f"Dataflow: peek {result.peek_id}")
+    return result
 
 
 async def peek_inputs(coord: Any, inputs: dict[str, RelationDesc], ts: int,

@@ -198,6 +198,12 @@ class Session(api.Session):
         if self.execution is not None:
             self.coord.statement_log.lifecycle(self.execution, event)
 
+    def dataflow_ran(self, replica_id: str, name: str) -> None:
+        """The running execution ran this dataflow (if it is sampled): a peek's Spark job, or
+        the dataflow a CREATE MATERIALIZED VIEW / INDEX installed."""
+        if self.execution is not None:
+            self.coord.statement_log.dataflow(self.execution, replica_id, name)
+
     def mark_failed(self) -> None:
         if self.txn is not None:
             if self.txn.explicit:

@@ -47,6 +47,7 @@ SESSIONS = by_name("mz_internal", "mz_session_history_raw")
 PREPARED = by_name("mz_internal", "mz_prepared_statement_history_raw")
 EXECUTIONS = by_name("mz_internal", "mz_statement_execution_history_raw")
 LIFECYCLE = by_name("mz_internal", "mz_statement_lifecycle_history_raw")
+DATAFLOWS = by_name("mz_internal", "mz_statement_dataflows")
 LIVE_SESSIONS = by_name("mz_internal", "mz_sessions")
 MAX_BUFFER_BYTES = 64 << 20
 RETENTION_EVERY_S = 3600.0
@@ -369,6 +370,13 @@ class StatementLog:
             self._lifecycle.append((execution.id, event, _now_us()))
             self.buffered_bytes += _LIFECYCLE_SIZE
 
+    def dataflow(self, execution: Execution | None, replica_id: str, name: str) -> None:
+        """The execution ran this dataflow on this replica (mz_internal.mz_statement_dataflows)."""
+        if execution is not None and DATAFLOWS is not None:
+            row = (execution.id, replica_id, name)
+            if self._fits(_bytes(row)):
+                self._add(DATAFLOWS.id, row)
+
     def end(self, execution: Execution | None, status: str, *, error: str | None = None,
             rows: int | None = None, result_size: int | None = None, strategy: str | None = None,
             timestamp: int | None = None) -> None:
@@ -568,7 +576,7 @@ class StatementLog:
 
 
 def by_id(builtin_id: str) -> Any:
-    for b in (SESSIONS, PREPARED, EXECUTIONS, LIFECYCLE, LIVE_SESSIONS):
+    for b in (SESSIONS, PREPARED, EXECUTIONS, LIFECYCLE, LIVE_SESSIONS, DATAFLOWS):
         if b is not None and b.id == builtin_id:
             return b
     raise KeyError(builtin_id)

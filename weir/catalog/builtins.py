@@ -398,6 +398,10 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_INTERNAL, "mz_dataflow_lag", "s233", 16533, _t(
         ("object_id", TEXT), ("replica_id", TEXT), ("write_frontier", MZ_TIMESTAMP),
         ("input_frontier", MZ_TIMESTAMP), ("lag_ms", INT8)), _runtime, runtime=True),
+    # the dataflows (Spark jobs) a sampled statement execution ran, by the name a replica's
+    # introspection gives them: joins mz_statement_execution_history to mz_dataflows_persist
+    BuiltinTable(MZ_INTERNAL, "mz_statement_dataflows", "s234", 16534, _t(
+        ("statement_id", UUID), ("replica_id", TEXT), ("dataflow_name", TEXT)), _runtime, runtime=True),
     BuiltinTable(MZ_INTERNAL, "mz_history_retention_strategies", "s221", 16521, _t(
         ("id", TEXT), ("strategy", TEXT), ("value", BY_NAME["jsonb"])), _history_retention),
     BuiltinTable(MZ_INTERNAL, "mz_object_dependencies", "s200", 16500, _t(

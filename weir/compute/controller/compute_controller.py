@@ -274,7 +274,7 @@ class ComputeController:
                     raise _weir_error(first.body.get("error"))
                 schema = P.schema_from_ipc(first.attachments[0])
                 stream = BatchStream(self, cluster_id, body, peek_id, conn, queue, schema, attempt)
-                return PeekResult(schema, stream, conn.replica.replica_id)
+                return PeekResult(schema, stream, conn.replica.replica_id, peek_id)
             if attempt >= self.peek_attempts:
                 raise await self._all_failed(cluster_id, "running this query", attempt)
             attempt += 1

@@ -99,6 +99,7 @@ class PeekResult:
     schema: pa.Schema
     batches: AsyncIterator[pa.RecordBatch]
     replica_id: str
+    peek_id: str = ""  # the replica's introspection names the peek's Spark job `Dataflow: peek <peek_id>`
 
     async def collect(self) -> pa.Table:
         return pa.Table.from_batches([b async for b in self.batches], schema=self.schema)
