@@ -246,3 +246,64 @@ def test_what_a_statement_spent_its_time_on(server: WeirServer) -> None:
         names = {r[0] for r in rows}
         assert {"HashAggregate", "Scan parquet"} <= names, rows
         assert all(r[1] > 0 for r in rows)
+
+
+def test_a_zombie_incarnation_is_fenced(server: WeirServer) -> None:
+    """An older incarnation still running (a replica on a machine cut off from the
+    coordinator, which has started a new incarnation elsewhere) gets a CreateInstance from
+    its old controller and tries to write its introspection: the shard refuses it (the new
+    incarnation's epoch fenced it), it stops writing, and readers see one incarnation only."""
+    import asyncio
+    import sys
+
+    from weir.compute import protocol as P
+
+    with server.connect() as c:
+        rid = _replica_id(c, "quickstart", "r1")
+        _wait(c, f"SELECT count(*) FROM mz_introspection.mz_dataflows_{rid}", lambda r: True)
+        before = c.execute(f"SELECT log, count(*) FROM (SELECT 'exports' AS log, export_id FROM "
+                           f"mz_introspection.mz_compute_exports_{rid}) x GROUP BY log").fetchall()
+    zombie = subprocess.Popen([sys.executable, "-m", "weir.compute.replica", "--listen", "127.0.0.1:0",
+                               "--replica-id", rid, "--size", "1"], stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, stdin=subprocess.PIPE)
+    try:
+        line = b""
+        while b"WEIR_REPLICA_LISTENING" not in line:
+            line = zombie.stdout.readline()  # type: ignore[union-attr]
+            assert line, "the zombie replica did not start"
+        host, port = line.split()[1].decode(), int(line.split()[2])
+
+        async def old_controller() -> dict[str, Any]:
+            reader, writer = await asyncio.open_connection(host, port)
+            out = P.MessageWriter(writer)
+            hello = await P.read_message(reader)
+            assert hello is not None and hello.type == P.HELLO
+            data = server.data_dir.resolve()
+            await out.send({"type": P.CREATE_INSTANCE, "replica_id": rid, "incarnation": 0,  # older than any life started
+                            "storage": {"catalog_uri": f"sqlite:///{data / 'catalog.db'}",
+                                        "warehouse": str(data / "warehouse")},
+                            "logging": {"interval_ms": 200, "debugging": False, "shard_id": ci.shard_id(rid)}})
+            deadline = time.time() + 60
+            status: dict[str, Any] = {}
+            while time.time() < deadline:
+                msg = await asyncio.wait_for(P.read_message(reader), 30)
+                assert msg is not None
+                if msg.type == P.STATUS:
+                    status = msg.body.get("introspection") or {}
+                    if status.get("fenced") or status.get("commits"):
+                        break
+            out.close()
+            return status
+
+        status = asyncio.run(old_controller())
+        assert status.get("fenced") is True and not status.get("commits"), status
+    finally:
+        zombie.kill()
+        zombie.wait()
+    with server.connect() as c:
+        time.sleep(2)
+        after = c.execute(f"SELECT log, count(*) FROM (SELECT 'exports' AS log, export_id FROM "
+                          f"mz_introspection.mz_compute_exports_{rid}) x GROUP BY log").fetchall()
+        assert after == before
+        assert c.execute(f"SELECT name, count(*) FROM mz_introspection.mz_dataflows_{rid} GROUP BY name "
+                         "HAVING count(*) > 1").fetchall() == []
