@@ -246,6 +246,9 @@ class Coordinator(api.Coordinator):
 
         uppers = {sid: c.upper for sid, c in self.storage.collections.items() if not c.external}
         self.compute.update_input_frontiers(uppers)
+        from weir.adapter import introspection
+
+        introspection.follow_uppers(self)
         mviews.advance_holds(self)
         indexes.allow_compaction(self)
 

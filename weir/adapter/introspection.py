@@ -136,3 +136,13 @@ async def dataflow_operators(coord: Coordinator, replica_id: str, export_id: str
     parents = {p["id"]: p["parent_id"] for p in logs["mz_dataflow_operator_parents_per_worker"]}
     return [(o["plan_node_id"], o["name"], ops[parents[i]]["plan_node_id"] if parents.get(i) in ops else None)
             for i, o in ops.items()]
+
+
+def follow_uppers(coord: Coordinator) -> None:
+    """Every tick: the introspection shards' uppers as their replicas' heartbeats report
+    them (no polling of storage for them)."""
+    for r in list(coord.compute.replicas.values()):
+        intro = (r.last_status or {}).get("introspection") or {}
+        upper, sid = intro.get("upper"), intro.get("shard_id")
+        if upper and sid:
+            coord.storage.observe_upper(str(sid), int(upper))

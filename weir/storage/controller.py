@@ -38,6 +38,9 @@ class _Collection:
     # Written by replicas (materialized view outputs): the coordinator never advances the
     # upper, it follows the shard's durable upper.
     external: bool = False
+    # an external collection whose writer reports its upper (observe_upper) instead of
+    # being polled every tick (a replica's introspection shard: its heartbeat says)
+    reported: bool = False
     # how far since trails upper when nothing holds it (RETAIN HISTORY)
     window_ms: int = COMPACTION_WINDOW_MS
     persisted_tick: int = 0  # the tick its frontiers were last made durable
@@ -392,7 +395,7 @@ class StorageController:
         upper beside an older state of a shard created after it that its writer appends to
         first (a view's errors shard, weir.storage.error_shards)."""
         read = [(c, await self._read(c.shard.frontiers)) for c in list(self.collections.values())
-                if c.external]
+                if c.external and not c.reported]
         for c, fr in read:
             self._follow(c, fr.upper)
 
@@ -401,6 +404,14 @@ class StorageController:
             c.dirty_since_compaction = True
         c.upper = c.durable_upper = max(c.upper, upper)
         c.advance_since()
+
+    def observe_upper(self, shard_id: str, upper: int) -> None:
+        """A writer's report of an external collection's durable upper; from now on its
+        reports, not polling, move the collection's upper."""
+        c = self.collections.get(shard_id)
+        if c is not None and c.external:
+            c.reported = True
+            self._follow(c, upper)
 
     async def refresh_upper(self, shard_id: str) -> int:
         """An external collection's durable upper now (not as of the last tick)."""

@@ -29,6 +29,7 @@ from weir.storage.persist import Fenced, ShardStore, UpperMismatch
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 30.0
+IDLE_ADVANCE_S = 10.0  # with nothing new to write, advance the upper this often only
 Contents = dict[str, Counter[tuple[Any, ...]]]
 
 
@@ -42,6 +43,7 @@ class IntrospectionWriter:
         self._every_interval = every_interval  # e.g. reading the JVM's heap, off the heartbeat
         self._written: Contents | None = None  # what the shard holds, as far as this writer knows
         self._upper = 0
+        self._last_commit = 0.0
         self._shard: Any = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -106,12 +108,15 @@ class IntrospectionWriter:
             self._written = self._read(shard)
         current = self.logs.contents()
         updates = _difference(current, self._written)
+        if not updates and time.monotonic() - self._last_commit < IDLE_ADVANCE_S:
+            return  # nothing changed: no commit (the upper, the time readers read at, waits)
         t = max(self._upper, int(time.time() * 1000))
         data = _table(updates, t) if updates else None
         fr = shard.compare_and_append(data, self._upper, t + 1, self.epoch)
         self._upper = self.upper = fr.upper
         self._written = current
         self.commits += 1
+        self._last_commit = time.monotonic()
 
     def _open(self) -> Any:
         if self._shard is None:
