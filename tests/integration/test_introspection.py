@@ -162,6 +162,15 @@ def test_dropping_replicas_and_introspection_options(server: WeirServer) -> None
                              (f"%\\_{off}",)).fetchone() == (0,)
             assert c.execute("SELECT introspection_interval FROM mz_catalog.mz_clusters WHERE name = 'intro_off'"
                              ).fetchone()[0].total_seconds() == 0
+            # turned on later: the replica gets its sources and starts writing; off again: gone
+            c.execute("ALTER CLUSTER intro_off SET (INTROSPECTION INTERVAL '500ms')")
+            _wait(c, "SELECT count(*) FROM mz_introspection.mz_dataflows_persist WHERE replica_id = %s "
+                  "AND read_at IS NOT NULL", lambda r: True, params=(off,))
+            _wait(c, "SELECT write_frontier FROM mz_internal.mz_cluster_replica_introspection WHERE replica_id = %s",
+                  lambda r: bool(r) and int(r[0][0]) > 0, params=(off,))
+            c.execute("ALTER CLUSTER intro_off SET (INTROSPECTION INTERVAL 0)")
+            assert c.execute("SELECT count(*) FROM mz_catalog.mz_sources WHERE name LIKE %s",
+                             (f"%\\_{off}",)).fetchone() == (0,)
             a = _replica_id(c, "intro_un", "a")
             c.execute(f"CREATE VIEW intro_dep AS SELECT * FROM mz_introspection.mz_dataflows_{a}")
             err = _expect(c, "DROP CLUSTER REPLICA intro_un.a", "2BP01")
@@ -307,3 +316,62 @@ def test_a_zombie_incarnation_is_fenced(server: WeirServer) -> None:
         assert after == before
         assert c.execute(f"SELECT name, count(*) FROM mz_introspection.mz_dataflows_{rid} GROUP BY name "
                          "HAVING count(*) > 1").fetchall() == []
+
+
+def test_replica_health(server: WeirServer) -> None:
+    import urllib.request
+
+    with server.connect() as c:
+        rid = _replica_id(c, "quickstart", "r1")
+        c.execute("CREATE TABLE intro_h (a int)")
+        c.execute("INSERT INTO intro_h VALUES (1)")
+        c.execute("CREATE MATERIALIZED VIEW intro_h_mv AS SELECT count(*) FROM intro_h")
+        mv = c.execute("SELECT id FROM mz_catalog.mz_materialized_views WHERE name = 'intro_h_mv'").fetchone()[0]
+        m = _wait(c, "SELECT memory_bytes, heap_bytes, heap_limit, cpu_nano_cores FROM "
+                     "mz_internal.mz_cluster_replica_metrics WHERE replica_id = %s",
+                  lambda r: bool(r) and r[0][1] is not None and r[0][3] is not None, params=(rid,))[0]
+        assert m[0] > 0 and 0 < m[1] <= m[2]
+        u = c.execute("SELECT cpu_percent, memory_percent, heap_percent FROM mz_internal.mz_cluster_replica_utilization "
+                      "WHERE replica_id = %s", (rid,)).fetchone()
+        assert u is not None and u[1] > 0 and 0 < u[2] <= 100
+        lag = _wait(c, "SELECT lag_ms FROM mz_internal.mz_dataflow_lag WHERE object_id = %s AND replica_id = %s",
+                    lambda r: bool(r), params=(mv, rid))
+        assert 0 <= lag[0][0] < 60_000
+        w = c.execute("SELECT commits, skipped, fenced FROM mz_internal.mz_cluster_replica_introspection "
+                      "WHERE replica_id = %s", (rid,)).fetchone()
+        assert w is not None and w[0] > 0 and w[2] is False
+        text = urllib.request.urlopen(f"http://127.0.0.1:{server.http_port}/metrics", timeout=10).read().decode()
+        assert f'weir_replica_memory_bytes{{replica_id="{rid}"}}' in text
+        assert "weir_replica_dataflow_lag_ms" in text
+        c.execute("DROP MATERIALIZED VIEW intro_h_mv")
+
+
+@pytest.mark.slow
+def test_a_saturated_replica_keeps_logging(server: WeirServer) -> None:
+    """A replica whose one Spark core is busy with a CPU-heavy dataflow still writes its
+    introspection every interval or so (its writer has a thread of its own)."""
+    with server.connect() as c:
+        c.execute("CREATE CLUSTER intro_busy (SIZE '1')")
+        try:
+            rid = _replica_id(c, "intro_busy", "r1")
+            _wait(c, "SELECT write_frontier FROM mz_internal.mz_cluster_replica_introspection WHERE replica_id = %s",
+                  lambda r: bool(r) and int(r[0][0]) > 0, params=(rid,), timeout=120)
+            c.execute("CREATE TABLE intro_busy_t (x int)")
+            c.execute("INSERT INTO intro_busy_t SELECT g FROM generate_series(1, 400) AS g")
+            c.execute("CREATE MATERIALIZED VIEW intro_busy_mv IN CLUSTER intro_busy AS SELECT count(*) AS n "
+                      "FROM intro_busy_t a, intro_busy_t b, intro_busy_t d WHERE (a.x * b.x + d.x) % 7 = 3")
+            lags = []
+            for i in range(20):
+                c.execute("INSERT INTO intro_busy_t VALUES (%s)", (1000 + i,))  # more work, every tick
+                row = c.execute("SELECT write_frontier FROM mz_internal.mz_cluster_replica_introspection "
+                                "WHERE replica_id = %s", (rid,)).fetchone()
+                lags.append(time.time() * 1000 - int(row[0]))
+                time.sleep(1)
+            busy = c.execute("SELECT cpu_percent FROM mz_internal.mz_cluster_replica_utilization "
+                             "WHERE replica_id = %s", (rid,)).fetchone()
+            # the writer advances at least every IDLE_ADVANCE_S (10 s) and commits changes each second
+            assert max(lags) < 15_000, (lags, busy)
+            assert sorted(lags)[len(lags) // 2] < 5_000, (lags, busy)
+        finally:
+            c.execute("DROP CLUSTER intro_busy CASCADE")
+            c.execute("DROP TABLE IF EXISTS intro_busy_t CASCADE")

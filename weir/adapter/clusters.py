@@ -131,6 +131,8 @@ async def alter_cluster(session: Session, stmt: st.AlterCluster) -> api.Command:
     await introspection.ensure(coord, cat.list_replicas(change.cluster.id))
     for replica in change.created:
         await coord.start_replica(replica)
+    for replica in cat.list_replicas(change.cluster.id):  # INTROSPECTION INTERVAL / DEBUGGING
+        coord.compute.set_logging(replica.id, introspection.logging_config(coord, replica))
     await coord.catalog_changed()
     return api.Command("ALTER CLUSTER")
 

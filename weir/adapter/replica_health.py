@@ -29,6 +29,7 @@ METRICS = by_name("mz_internal", "mz_cluster_replica_metrics")
 HISTORY = by_name("mz_internal", "mz_cluster_replica_metrics_history")
 UTILIZATION = by_name("mz_internal", "mz_cluster_replica_utilization")
 LAG = by_name("mz_internal", "mz_dataflow_lag")
+WRITERS = by_name("mz_internal", "mz_cluster_replica_introspection")
 HISTORY_S = 60.0
 
 _GAUGES = {name: Gauge(f"weir_replica_{name}", doc, ["replica_id"]) for name, doc in (
@@ -110,14 +111,28 @@ async def measure_lag(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
     return rows
 
 
+async def measure_writers(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
+    """Each replica's introspection writer, as its heartbeat reports it: a replica whose
+    storage writes fail keeps serving and counts the intervals it could not write."""
+    rows: dict[Any, tuple[Any, ...]] = {}
+    for r, status in _statuses(coord):
+        w = status.get("introspection")
+        if w:
+            rows[r.replica_id] = (r.replica_id, w.get("shard_id"), int(w.get("upper") or 0), int(w.get("commits") or 0),
+                                  int(w.get("skipped") or 0), int(w.get("failures") or 0), bool(w.get("fenced")),
+                                  w.get("error"))
+    return rows
+
+
 class ReplicaHealth:
     def __init__(self, coord: Coordinator) -> None:
-        assert METRICS and UTILIZATION and LAG and HISTORY
+        assert METRICS and UTILIZATION and LAG and HISTORY and WRITERS
         self.coord = coord
         self.relations = [
             LiveRelation(coord, METRICS, ("replica_id", "process_id"), lambda: measure_metrics(coord)),
             LiveRelation(coord, UTILIZATION, ("replica_id", "process_id"), lambda: measure_utilization(coord)),
             LiveRelation(coord, LAG, ("object_id", "replica_id"), lambda: measure_lag(coord)),
+            LiveRelation(coord, WRITERS, ("replica_id",), lambda: measure_writers(coord)),
         ]
         self._tasks: list[asyncio.Task[None]] = []
 

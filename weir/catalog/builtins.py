@@ -398,6 +398,11 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_INTERNAL, "mz_dataflow_lag", "s233", 16533, _t(
         ("object_id", TEXT), ("replica_id", TEXT), ("write_frontier", MZ_TIMESTAMP),
         ("input_frontier", MZ_TIMESTAMP), ("lag_ms", INT8)), _runtime, runtime=True),
+    # each replica's introspection writer: how far it has written, what it could not
+    BuiltinTable(MZ_INTERNAL, "mz_cluster_replica_introspection", "s235", 16535, _t(
+        ("replica_id", TEXT), ("shard_id", TEXT), ("write_frontier", MZ_TIMESTAMP), ("commits", INT8),
+        ("skipped", INT8), ("failures", INT8), ("fenced", BOOL), ("error", TEXT)), _runtime,
+        frozenset({"shard_id", "error"}), runtime=True),
     # the dataflows (Spark jobs) a sampled statement execution ran, by the name a replica's
     # introspection gives them: joins mz_statement_execution_history to mz_dataflows_persist
     BuiltinTable(MZ_INTERNAL, "mz_statement_dataflows", "s234", 16534, _t(

@@ -99,6 +99,8 @@ Commands (controller -> replica)
   computes times below min over its inputs of max(announced, durable upper).
 - ``SetWriterEpoch{epoch}``: a newer writer epoch for appends (monotonic; a
   dataflow fenced by a higher epoch waits for one).
+- ``UpdateLogging{logging}``: CreateInstance's ``logging`` changed (ALTER CLUSTER ...
+  SET (INTROSPECTION INTERVAL ...)): the replica collects and writes as it now says.
 - Reserved, answered with ``Error{sqlstate: "0A000"}`` for now: ``Subscribe``.
 
 Responses (replica -> controller)
@@ -180,6 +182,7 @@ DROP_DATAFLOW = "DropDataflow"
 ALLOW_COMPACTION = "AllowCompaction"
 UPDATE_INPUT_FRONTIERS = "UpdateInputFrontiers"
 SET_WRITER_EPOCH = "SetWriterEpoch"
+UPDATE_LOGGING = "UpdateLogging"
 RESERVED_COMMANDS = frozenset({"Subscribe"})
 
 # Responses.

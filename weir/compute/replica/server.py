@@ -160,6 +160,8 @@ class Replica:
             self.dataflows.allow_compaction(body)
         elif kind == P.SET_WRITER_EPOCH:
             self.dataflows.set_writer_epoch(body)
+        elif kind == P.UPDATE_LOGGING:
+            self._configure_logging(body.get("logging"), self.incarnation)
         elif kind in P.RESERVED_COMMANDS:
             await conn.out.send({"type": P.ERROR, "sqlstate": SqlState.FEATURE_NOT_SUPPORTED,
                                  "message": f"{kind} not yet supported", "in_reply_to": kind})
