@@ -90,11 +90,13 @@ class IntrospectionLogs:
 
     # -- feeding ---------------------------------------------------------------------------
 
-    def peek_started(self, peek_id: str, tag: str, object_id: str, kind: str, time_ms: int) -> None:
-        """`tag`: the peek's Spark job tag (its jobs' description is `peek <tag>`)."""
+    def peek_started(self, peek_id: str, tag: str, object_id: str, kind: str, time_ms: int,
+                     record: bool = True) -> None:
+        """`tag`: the peek's Spark job tag (its jobs' description is `peek <tag>`). Not
+        `record`: its Spark job is not a dataflow of the logs (a read of introspection)."""
         with self._lock:
             self._peeks[peek_id] = _Peek(peek_id, object_id, kind, time_ms, time.monotonic())
-            self._peek_tags[tag] = peek_id
+            self._peek_tags[tag] = peek_id if record else ""
             while len(self._peek_tags) > 4 * MAX_PEEKS:
                 self._peek_tags.pop(next(iter(self._peek_tags)))
 
@@ -112,8 +114,8 @@ class IntrospectionLogs:
         """Finished Spark SQL executions (weir.compute.replica.spark_listener.ExecutionRecord)."""
         for rec in records:
             key, name, export = _work_of(str(rec.description or ""), self.names, self._peek_tags)
-            if key is None:
-                continue
+            if key is None or (not rec.tasks and all(str(n.name).startswith("Execute ") for n in rec.nodes)):
+                continue  # not a dataflow's, or a command (binding a temp view ...), not work
             with self._lock:
                 df = self._dataflows.get(key)
                 if df is None:
@@ -128,8 +130,6 @@ class IntrospectionLogs:
         self._expire_peeks()
 
     def _add_execution(self, df: _Dataflow, rec: Any) -> None:
-        if not rec.tasks and all(str(n.name).startswith("Execute ") for n in rec.nodes):
-            return  # a command (binding a temp view ...), not work of the dataflow
         ops: dict[int, _Operator] = {}
         if rec.nodes:
             df.current = {(int(n.node_id), str(n.name).strip()) for n in rec.nodes} | {(0, "ArrangeBy")}
@@ -261,6 +261,8 @@ def _work_of(description: str, names: dict[str, str], peek_tags: dict[str, str]
     if description.startswith("peek "):
         tag = description.split(" ", 1)[1]
         peek_id = peek_tags.get(tag, tag)
+        if not peek_id:
+            return None, "", None
         return f"peek {peek_id}", f"Dataflow: peek {peek_id}", None
     return None, "", None
 

@@ -249,8 +249,12 @@ class Replica:
         conn.peeks[peek_id] = peek
         loop = asyncio.get_running_loop()
         started = time.monotonic()
+        inputs = body.get("inputs") or []
+        # a read of introspection itself is only introspected with INTROSPECTION DEBUGGING
+        own = bool(inputs) and all(str(i.get("name", "")).startswith("weir_introspection_") for i in inputs)
         self.logs.peek_started(peek_id, peek.tag, _peek_object(body), "index" if body.get("index") else "persist",
-                               int(body.get("timestamp") or 0))
+                               int(body.get("timestamp") or 0),
+                               record=not own or bool((self.logging or {}).get("debugging")))
         try:
             try:
                 if body.get("index") is not None:  # fast path: from the arrangement, no Spark job
