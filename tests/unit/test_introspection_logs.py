@@ -91,3 +91,39 @@ def test_writer_diff_and_live_table() -> None:
     table = live_table(first)
     assert set(table.column_names) == {n for n, _ in ci.SHARD_COLUMNS}
     assert table.num_rows == sum(sum(c.values()) for c in first.values())
+
+
+def test_writer_retries_storage_failures_and_stops_when_fenced(tmp_path) -> None:  # noqa: ANN001
+    import time as _time
+
+    from weir.compute.replica.introspection_writer import IntrospectionWriter
+    from weir.storage.persist import ShardStore
+
+    store = ShardStore(f"sqlite:///{tmp_path}/catalog.db", str(tmp_path / "warehouse"))
+    logs = IntrospectionLogs()
+    logs.executions([_record("dataflow u5")])
+    sid = ci.shard_id("u9")
+    writer = IntrospectionWriter(logs, lambda: store, sid, epoch=2, interval_s=0.05)
+    writer.start()
+    deadline = _time.time() + 10
+    while writer.skipped < 2 and _time.time() < deadline:  # its shard does not exist yet
+        _time.sleep(0.05)
+    assert writer.skipped >= 2 and writer.commits == 0 and writer.last_error
+    store.create_shard(sid, [(n, t, True) for n, t in ci.SHARD_COLUMNS])
+    writer.interval_s = 0.05
+    while writer.commits == 0 and _time.time() < deadline + 40:  # backoff doubles: retried, then written
+        _time.sleep(0.1)
+    assert writer.commits >= 1
+    shard = store.open_shard(sid)
+    rows = shard.snapshot(shard.frontiers().upper - 1).to_pylist()
+    assert {r["t1"] for r in rows if r["log"] == "mz_dataflows_per_worker"} == {"Dataflow: u5"}
+    # an older incarnation is fenced: it stops and writes nothing
+    zombie = IntrospectionWriter(IntrospectionLogs(), lambda: store, sid, epoch=1, interval_s=0.05)
+    zombie.start()
+    while not zombie.fenced and _time.time() < deadline + 60:
+        _time.sleep(0.05)
+    assert zombie.fenced and zombie.commits == 0
+    writer.stop()
+    after = store.open_shard(sid)
+    flows = [r for r in after.snapshot(after.frontiers().upper - 1).to_pylist() if r["log"] == "mz_dataflows_per_worker"]
+    assert [(r["t1"], r["mz_diff"]) for r in flows] == [("Dataflow: u5", 1)]  # the zombie retracted nothing
