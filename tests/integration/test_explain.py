@@ -12,8 +12,14 @@ def test_explain_plans_and_timestamp(server: WeirServer) -> None:
         lines = phys.splitlines()
         assert any("HashAggregate" in ln for ln in lines)
         assert any(ln.startswith("   ") for ln in lines), "children are indented"
-        (numbered,) = c.execute("EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR SELECT * FROM ex_t").fetchone()
-        assert "[node 1]" in numbered
+        (numbered,) = c.execute("EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR SELECT * FROM ex_t WHERE x > 1"
+                                ).fetchone()
+        # every line carries its plan node id, as Spark's EXPLAIN FORMATTED numbers the plan
+        ids = [int(ln.rsplit("(", 1)[1].rstrip(")")) for ln in numbered.splitlines()]
+        assert sorted(ids) == list(range(1, len(ids) + 1)) and "Filter" in numbered, numbered
+        (alias,) = c.execute("EXPLAIN PHYSICAL PLAN WITH (node identifiers) FOR SELECT * FROM ex_t WHERE x > 1"
+                             ).fetchone()
+        assert alias == numbered
         (opt,) = c.execute("EXPLAIN OPTIMIZED PLAN FOR SELECT * FROM ex_t WHERE x > 1").fetchone()
         assert "Filter" in opt
         (raw,) = c.execute("EXPLAIN RAW PLAN FOR SELECT * FROM ex_t").fetchone()
