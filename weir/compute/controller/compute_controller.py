@@ -52,16 +52,6 @@ class Orchestrator(Protocol):
                              on_exit: Callable[[int | None, str], Any],
                              config: dict[str, Any] | None = None) -> None: ...
 
-    def set_logging(self, replica_id: str, logging: dict[str, Any] | None) -> None:
-        """A replica's logging configuration changed: it applies it now, and every later
-        CreateInstance carries it."""
-        r = self.replicas.get(replica_id)
-        if r is None or r.logging == logging:
-            return
-        r.logging = logging
-        if r.conn is not None and not r.conn.closed:
-            r.conn.out.send_nowait({"type": P.UPDATE_LOGGING, "logging": logging})
-
     async def drop_replica(self, replica_id: str) -> None: ...
 
 
