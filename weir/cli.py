@@ -44,6 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--replica-sizes", default=os.environ.get("WEIR_REPLICA_SIZES"),
                    help='JSON file {"sizes": {NAME: {"master", "workers", "driver_memory", '
                         '"spark_conf"}}} adding or overriding cluster replica sizes')
+    s.add_argument("--replica-heartbeat-timeout", type=float,
+                   default=float(os.environ.get("WEIR_REPLICA_HEARTBEAT_TIMEOUT", "30")),
+                   help="seconds without a heartbeat before a replica is replaced by a new incarnation "
+                        "(0: never)")
+    s.add_argument("--replica-kill-grace", type=float,
+                   default=float(os.environ.get("WEIR_REPLICA_KILL_GRACE", "0")),
+                   help="seconds a replaced, unresponsive replica process is left before SIGKILL")
     st = sub.add_parser("status", help="ask a running server for its health")
     st.add_argument("--http-port", type=int, default=_env_int("WEIR_HTTP_PORT", 6876))
     return p
@@ -70,6 +77,7 @@ async def serve(args: argparse.Namespace) -> int:
         data_dir=Path(args.data_dir), host=args.host, sql_port=args.sql_port, http_port=args.http_port,
         catalog_url=args.catalog_url, auth=args.auth, auth_loopback_trust=not args.no_loopback_trust,
         tls_cert=args.tls_cert, tls_key=args.tls_key, replica_sizes=_replica_sizes(args.replica_sizes),
+        replica_heartbeat_timeout=args.replica_heartbeat_timeout, replica_kill_grace=args.replica_kill_grace,
     )
     tls = None
     if config.tls_cert and config.tls_key:

@@ -257,65 +257,74 @@ def test_what_a_statement_spent_its_time_on(server: WeirServer) -> None:
         assert all(r[1] > 0 for r in rows)
 
 
-def test_a_zombie_incarnation_is_fenced(server: WeirServer) -> None:
-    """An older incarnation still running (a replica on a machine cut off from the
-    coordinator, which has started a new incarnation elsewhere) gets a CreateInstance from
-    its old controller and tries to write its introspection: the shard refuses it (the new
-    incarnation's epoch fenced it), it stops writing, and readers see one incarnation only."""
-    import asyncio
-    import sys
+def _pids(replica_id: str) -> set[int]:
+    out = subprocess.run(["pgrep", "-f", f"weir.compute.replica .*--replica-id {replica_id}( |$)"],
+                         capture_output=True, text=True).stdout.split()
+    return {int(p) for p in out}
 
-    from weir.compute import protocol as P
 
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def liveness_server(tmp_path_factory: pytest.TempPathFactory, java: None):  # noqa: ANN201
+    """A server that replaces a replica after 5 s without heartbeats and, standing in for an
+    orchestrator cut off from the replica's machine, leaves the old process alive."""
+    srv = WeirServer(tmp_path_factory.mktemp("liveness") / "data",
+                     extra_args=["--replica-heartbeat-timeout", "5", "--replica-kill-grace", "600"]).start()
+    yield srv
+    srv.stop()
+
+
+def test_a_stopped_replica_is_replaced_and_its_zombie_fenced(liveness_server: WeirServer) -> None:
+    """SIGSTOP a replica: its heartbeats stop, the orchestrator starts a new incarnation;
+    SIGCONT the old one: its next introspection write is refused (the new incarnation's
+    epoch fenced the shard), it stops, and readers never see two incarnations' rows."""
+    server = liveness_server
     with server.connect() as c:
         rid = _replica_id(c, "quickstart", "r1")
-        _wait(c, f"SELECT count(*) FROM mz_introspection.mz_dataflows_{rid}", lambda r: True)
-        before = c.execute(f"SELECT log, count(*) FROM (SELECT 'exports' AS log, export_id FROM "
-                           f"mz_introspection.mz_compute_exports_{rid}) x GROUP BY log").fetchall()
-    zombie = subprocess.Popen([sys.executable, "-m", "weir.compute.replica", "--listen", "127.0.0.1:0",
-                               "--replica-id", rid, "--size", "1"], stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, stdin=subprocess.PIPE)
-    try:
-        line = b""
-        while b"WEIR_REPLICA_LISTENING" not in line:
-            line = zombie.stdout.readline()  # type: ignore[union-attr]
-            assert line, "the zombie replica did not start"
-        host, port = line.split()[1].decode(), int(line.split()[2])
-
-        async def old_controller() -> dict[str, Any]:
-            reader, writer = await asyncio.open_connection(host, port)
-            out = P.MessageWriter(writer)
-            hello = await P.read_message(reader)
-            assert hello is not None and hello.type == P.HELLO
-            data = server.data_dir.resolve()
-            await out.send({"type": P.CREATE_INSTANCE, "replica_id": rid, "incarnation": 0,  # older than any life started
-                            "storage": {"catalog_uri": f"sqlite:///{data / 'catalog.db'}",
-                                        "warehouse": str(data / "warehouse")},
-                            "logging": {"interval_ms": 200, "debugging": False, "shard_id": ci.shard_id(rid)}})
-            deadline = time.time() + 60
-            status: dict[str, Any] = {}
-            while time.time() < deadline:
-                msg = await asyncio.wait_for(P.read_message(reader), 30)
-                assert msg is not None
-                if msg.type == P.STATUS:
-                    status = msg.body.get("introspection") or {}
-                    if status.get("fenced") or status.get("commits"):
-                        break
-            out.close()
-            return status
-
-        status = asyncio.run(old_controller())
-        assert status.get("fenced") is True and not status.get("commits"), status
-    finally:
-        zombie.kill()
-        zombie.wait()
-    with server.connect() as c:
-        time.sleep(2)
-        after = c.execute(f"SELECT log, count(*) FROM (SELECT 'exports' AS log, export_id FROM "
-                          f"mz_introspection.mz_compute_exports_{rid}) x GROUP BY log").fetchall()
-        assert after == before
+        c.execute("CREATE TABLE zt (a int)")
+        c.execute("INSERT INTO zt VALUES (1), (2)")
+        c.execute("CREATE MATERIALIZED VIEW zmv AS SELECT count(*) AS n FROM zt")
+        _wait(c, f"SELECT name FROM mz_introspection.mz_dataflows_{rid}",
+              lambda rows: ("Dataflow: materialize.public.zmv",) in rows)
+        (old,) = _pids(rid)
+        os.killpg(old, signal.SIGSTOP)  # the whole group: the replica and its JVM
+        try:
+            deadline = time.time() + 150
+            while time.time() < deadline and not (_pids(rid) - {old}):
+                time.sleep(0.5)
+            assert _pids(rid) - {old}, "no new incarnation was started"
+            assert _running(old)  # left alive: a zombie once it wakes up
+            before = c.execute(f"SELECT read_at FROM mz_introspection.mz_dataflows_persist "
+                               f"WHERE replica_id = '{rid}' LIMIT 1").fetchone()[0]
+            # the new incarnation is online and has written its own introspection
+            _wait(c, f"SELECT read_at FROM mz_introspection.mz_dataflows_persist WHERE replica_id = '{rid}' "
+                  f"AND read_at > {before} AND name = 'Dataflow: materialize.public.zmv'",
+                  lambda rows: len(rows) == 1, timeout=150)
+        finally:
+            os.killpg(old, signal.SIGCONT)
+        deadline = time.time() + 90
+        while time.time() < deadline and _running(old):
+            time.sleep(0.5)
+        assert not _running(old), "the zombie incarnation kept running"
+        log = (server.data_dir / "logs" / f"replica-{rid}.log").read_text(errors="replace")
+        assert "fenced by a newer incarnation" in log
+        # one incarnation's rows only, and the view stays right
+        c.execute("INSERT INTO zt VALUES (3)")
+        assert _wait(c, "SELECT n FROM zmv", lambda rows: rows == [(3,)]) == [(3,)]
         assert c.execute(f"SELECT name, count(*) FROM mz_introspection.mz_dataflows_{rid} GROUP BY name "
                          "HAVING count(*) > 1").fetchall() == []
+        exports = c.execute(f"SELECT export_id FROM mz_introspection.mz_compute_exports_{rid}").fetchall()
+        assert len(exports) == len(set(exports)) == 1
+        status = c.execute("SELECT status FROM mz_internal.mz_cluster_replica_statuses "
+                           f"WHERE replica_id = '{rid}'").fetchall()
+        assert status == [("online",)]
 
 
 def test_replica_health(server: WeirServer) -> None:

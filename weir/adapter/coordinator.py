@@ -47,6 +47,8 @@ class ServerConfig:
     tls_key: str | None = None
     tick_ms: int = 1000
     replica_sizes: dict[str, Any] = field(default_factory=dict)
+    replica_heartbeat_timeout: float = 30.0  # seconds without a heartbeat before a replica is replaced
+    replica_kill_grace: float = 0.0  # seconds an unresponsive replica is left before SIGKILL
 
     @property
     def catalog_uri(self) -> str:
@@ -151,9 +153,10 @@ class Coordinator(api.Coordinator):
         for item in self.catalog.list_items("source"):
             if "load_generator" in item.definition:
                 await start_runner(self, item)
-        self.orchestrator = ProcessOrchestrator(log_dir=data / "logs")
+        self.orchestrator = ProcessOrchestrator(log_dir=data / "logs", kill_grace=self.config.replica_kill_grace)
         self.compute = ComputeController(self.orchestrator, storage_config={
-            "catalog_uri": self.config.catalog_uri, "warehouse": str(data / "warehouse")}, epoch=epoch)
+            "catalog_uri": self.config.catalog_uri, "warehouse": str(data / "warehouse")}, epoch=epoch,
+            heartbeat_timeout=self.config.replica_heartbeat_timeout)
         self.storage.on_commit.append(self._announce_frontiers)
         for replica in self.catalog.list_replicas():
             await self.start_replica(replica)

@@ -7,6 +7,13 @@ incarnation (`on_start`), so the catalog records each life of the replica;
 `on_ready` gets the address once the replica prints its LISTENING line, and
 `on_exit` how it ended. A replica that stays up for `stable_after` seconds
 resets the restart backoff.
+
+`replace_replica` is the liveness policy's lever: the caller saw the replica
+stop heartbeating, so a new incarnation starts at once and the old process is
+killed after `kill_grace` seconds (0: at once). A process that stopped
+answering cannot be trusted to act on SIGTERM, and an orchestrator cut off from
+its machine could not kill it at all: epoch fencing, not the kill, is what keeps
+such a zombie from writing (a grace period lets tests show that).
 """
 
 from __future__ import annotations
@@ -68,6 +75,8 @@ class _Managed:
     last_exit_code: int | None = None
     last_exit_reason: str | None = None
     first_spawn: asyncio.Future[None] | None = field(default=None, repr=False)
+    replace: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    replace_reason: str = ""
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -104,7 +113,8 @@ class ProcessOrchestrator:
     def __init__(self, python_executable: str = sys.executable, log_dir: Path | None = None,
                  *, listen_host: str = "127.0.0.1", ready_timeout: float = 180.0,
                  min_backoff: float = 0.5, max_backoff: float = 30.0, stable_after: float = 60.0,
-                 stop_timeout: float = 10.0, env: dict[str, str] | None = None) -> None:
+                 stop_timeout: float = 10.0, kill_grace: float = 0.0,
+                 env: dict[str, str] | None = None) -> None:
         self.python = python_executable
         self.log_dir = Path(log_dir) if log_dir is not None else Path("weir-data") / "logs"
         self.listen_host = listen_host
@@ -113,8 +123,10 @@ class ProcessOrchestrator:
         self.max_backoff = max_backoff
         self.stable_after = stable_after
         self.stop_timeout = stop_timeout
+        self.kill_grace = kill_grace
         self.env = env
         self._replicas: dict[str, _Managed] = {}
+        self._abandoned: set[asyncio.Task[None]] = set()
 
     # -- public API -------------------------------------------------------
 
@@ -148,8 +160,20 @@ class ProcessOrchestrator:
                 await m.task
         await self._terminate(m)
 
+    def replace_replica(self, replica_id: str, reason: str) -> bool:
+        """Start a new incarnation of a replica whose process stopped answering; the old
+        process is killed `kill_grace` seconds later. False if it has no running process."""
+        m = self._replicas.get(replica_id)
+        if m is None or m.dropped or m.proc is None or m.proc.returncode is not None or m.replace.is_set():
+            return False
+        m.replace_reason = reason
+        m.replace.set()
+        return True
+
     async def stop(self) -> None:
         await asyncio.gather(*(self.drop_replica(r) for r in list(self._replicas)))
+        for task in list(self._abandoned):
+            task.cancel()
 
     def pid(self, replica_id: str) -> int | None:
         m = self._replicas.get(replica_id)
@@ -253,8 +277,12 @@ class ProcessOrchestrator:
                     except Exception:
                         log.exception("replica %s: on_ready failed; restarting it", m.replica_id)
                         self._signal_group(proc, signal.SIGKILL)
-                code = await proc.wait()
-                self._signal_group(proc, signal.SIGKILL)  # leftovers, e.g. an orphaned JVM
+                code, replaced = await self._wait_or_replace(m, proc)
+                if replaced:
+                    self._abandon(m, proc, drain)
+                    drain = None
+                else:
+                    self._signal_group(proc, signal.SIGKILL)  # leftovers, e.g. an orphaned JVM
                 if drain is not None:
                     with contextlib.suppress(Exception):
                         await asyncio.wait_for(asyncio.shield(drain), 2.0)
@@ -264,11 +292,51 @@ class ProcessOrchestrator:
             if m.dropped:
                 return
             m.restarts += 1
-            await self._exited(m, code, exit_reason(code, m.log_path))
+            reason = m.replace_reason if replaced else exit_reason(code, m.log_path)
+            m.replace.clear()
+            await self._exited(m, code, reason)
             if time.monotonic() - started >= self.stable_after:
                 backoff = self.min_backoff
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.max_backoff)
+
+    async def _wait_or_replace(self, m: _Managed, proc: asyncio.subprocess.Process
+                               ) -> tuple[int | None, bool]:
+        """Its exit code, or (None, True) once `replace_replica` gave up on it."""
+        exited = asyncio.ensure_future(proc.wait())
+        replace = asyncio.ensure_future(m.replace.wait())
+        try:
+            await asyncio.wait({exited, replace}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            replace.cancel()
+            if not exited.done():
+                exited.cancel()
+        if exited.done() and not exited.cancelled():
+            return exited.result(), False
+        return None, True
+
+    def _abandon(self, m: _Managed, proc: asyncio.subprocess.Process,
+                 drain: asyncio.Task[None] | None) -> None:
+        """Leave an unresponsive process to be killed after the grace period (its stdout
+        still drained, so it never blocks on a full pipe if it wakes up)."""
+        log.warning("replica %s incarnation %s (pid %d): %s; starting a new incarnation, killing "
+                    "this one in %.0fs", m.replica_id, m.incarnation, proc.pid, m.replace_reason,
+                    self.kill_grace)
+
+        async def reap() -> None:
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(proc.wait()), self.kill_grace)
+            finally:
+                self._signal_group(proc, signal.SIGKILL)
+                if drain is not None:
+                    drain.cancel()
+            with contextlib.suppress(ProcessLookupError):
+                await proc.wait()
+
+        task = asyncio.create_task(reap(), name=f"reap-{m.replica_id}-{proc.pid}")
+        self._abandoned.add(task)
+        task.add_done_callback(self._abandoned.discard)
 
     def _first_spawned(self, m: _Managed) -> None:
         if m.first_spawn is not None and not m.first_spawn.done():

@@ -5,6 +5,10 @@ ready, and sends every peek to all connected replicas of the cluster (active
 replication), keeping the first answer and canceling the rest. Peeks outlive
 replica failures: a peek whose replicas all die before any row reached the
 caller is reissued once a replica is back (up to `peek_attempts` times).
+
+Liveness: a connected replica whose heartbeats stop for `heartbeat_timeout`
+seconds (stopped, hung, or cut off) is replaced through the orchestrator; its
+new incarnation's epoch fences whatever the old process still tries to write.
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ class Orchestrator(Protocol):
 
     async def drop_replica(self, replica_id: str) -> None: ...
 
+    def replace_replica(self, replica_id: str, reason: str) -> bool: ...
+
 
 @dataclass
 class ReplicaStatus:
@@ -83,8 +89,10 @@ class ComputeController:
 
     def __init__(self, orchestrator: Orchestrator, *, ready_timeout: float = 60.0, peek_attempts: int = 2,
                  connect_timeout: float = 30.0, storage_config: Mapping[str, Any] | None = None,
-                 epoch: int | None = None) -> None:
+                 epoch: int | None = None, heartbeat_timeout: float = 30.0) -> None:
         self.orchestrator = orchestrator
+        self.heartbeat_timeout = heartbeat_timeout
+        self._watchdog: asyncio.Task[None] | None = None
         self.storage_config = dict(storage_config) if storage_config else None
         self._dataflows = DataflowControl(self, epoch)
         self.ready_timeout = ready_timeout
@@ -110,6 +118,8 @@ class ComputeController:
         r.logging = logging
         self.replicas[replica_id] = r
         self._notify()
+        if self._watchdog is None and self.heartbeat_timeout > 0:
+            self._watchdog = asyncio.create_task(self._watch_heartbeats(), name="replica-liveness")
 
         async def on_start() -> int:
             r.incarnation = int(await _maybe_await(r.incarnation_fn()))
@@ -160,8 +170,29 @@ class ComputeController:
         self._dataflows.on_replica_dropped(replica_id)
         self._notify()
 
+    async def _watch_heartbeats(self, every: float = 1.0) -> None:
+        """Replace connected replicas whose heartbeats stopped. A round that itself ran late
+        (this event loop was busy, so Status messages may be queued unread) decides nothing."""
+        loop = asyncio.get_running_loop()
+        while not self._stopping:
+            due = loop.time() + every
+            await asyncio.sleep(every)
+            if loop.time() - due > every:
+                continue
+            now = time.time()
+            for r in list(self.replicas.values()):
+                silent = now - (r.last_heartbeat or now)
+                if r.conn is None or r.conn.closed or not r.alive or silent <= self.heartbeat_timeout:
+                    continue
+                reason = f"not responding: no heartbeat for {silent:.0f}s"
+                if self.orchestrator.replace_replica(r.replica_id, reason):
+                    log.warning("replica %s incarnation %s: %s; replacing it", r.replica_id,
+                                r.incarnation, reason)
+
     async def stop(self) -> None:
         self._stopping = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         await asyncio.gather(*(self.drop_replica(r) for r in list(self.replicas)),
                              return_exceptions=True)
 

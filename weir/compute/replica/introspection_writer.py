@@ -36,11 +36,13 @@ Contents = dict[str, Counter[tuple[Any, ...]]]
 class IntrospectionWriter:
     def __init__(self, logs: IntrospectionLogs, store: Callable[[], ShardStore], shard_id: str | None, epoch: int,
                  interval_s: float, drain: Callable[[], list[Any]] | None = None,
-                 every_interval: Callable[[], None] | None = None) -> None:
+                 every_interval: Callable[[], None] | None = None,
+                 on_fenced: Callable[[str], None] | None = None) -> None:
         self.logs, self._store, self.shard_id, self.epoch = logs, store, shard_id, epoch
         self.interval_s = max(0.05, interval_s)
         self._drain = drain
         self._every_interval = every_interval  # e.g. reading the JVM's heap, off the heartbeat
+        self._on_fenced = on_fenced  # a zombie: the replica stops
         self._written: Contents | None = None  # what the shard holds, as far as this writer knows
         self._upper = 0
         self._last_commit = 0.0
@@ -79,6 +81,8 @@ class IntrospectionWriter:
                 self.last_error = f"fenced by incarnation {e.current_epoch}"
                 log.warning("introspection of %s: fenced by a newer incarnation (%d > %d); this process "
                             "no longer writes its introspection", self.shard_id, e.current_epoch, self.epoch)
+                if self._on_fenced is not None:
+                    self._on_fenced(self.last_error)
                 return
             except UpperMismatch:
                 self._written = None  # someone else wrote: read the shard again

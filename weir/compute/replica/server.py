@@ -43,6 +43,7 @@ HEARTBEAT_INTERVAL = 1.0
 CANCEL_RETRY_INTERVAL = 0.2
 FAST_PATH_WAIT = 2.0  # how long a fast-path peek waits for its index to reach its timestamp
 JVM_DIED_EXIT_CODE = 3
+FENCED_EXIT_CODE = 4  # a newer incarnation of this replica exists: this one is a zombie
 
 
 @dataclass
@@ -211,9 +212,11 @@ class Replica:
         except Exception:  # noqa: BLE001 - introspection must never stop the replica
             log.exception("could not install the Spark listener; operator introspection is off")
         shard_id = (config or {}).get("shard_id")
+        loop = asyncio.get_running_loop()
         self.writer = IntrospectionWriter(self.logs, self.dataflows.store, str(shard_id) if shard_id else None,
                                           incarnation, interval_ms / 1000, drain,
-                                          every_interval=lambda: self.metrics.read_jvm(self.engine.spark))
+                                          every_interval=lambda: self.metrics.read_jvm(self.engine.spark),
+                                          on_fenced=lambda why: loop.call_soon_threadsafe(self._fenced, why))
         self.writer.start()
 
     def _send_current(self, body: dict[str, Any]) -> None:
@@ -323,6 +326,12 @@ class Replica:
                              "status": "ok"}, [P.schema_to_ipc(schema)])
 
     # -- lifecycle --------------------------------------------------------
+
+    def _fenced(self, why: str) -> None:
+        log.error("introspection %s: a newer incarnation of replica %s runs; this one stops",
+                  why, self.replica_id)
+        self.exit_code = FENCED_EXIT_CODE
+        self.stopping.set()
 
     def _fatal(self, why: str) -> None:
         log.error("%s; stopping the replica", why)
