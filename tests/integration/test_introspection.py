@@ -123,6 +123,10 @@ def test_replicas_of_a_cluster_from_another_cluster_and_live(server: WeirServer)
             c.execute("SET cluster = quickstart")
             _expect(c, "CREATE MATERIALIZED VIEW intro_bad AS SELECT * FROM mz_introspection.mz_dataflows",
                     "0A000")
+            # a dataflow is planned once: a union over the replicas of the moment is refused
+            err = _expect(c, "CREATE MATERIALIZED VIEW intro_bad AS SELECT name FROM intro_two_where", "0A000")
+            assert "mz_dataflows_persist" in str(err)
+            _expect(c, "CREATE INDEX intro_bad_idx ON intro_two_where (name)", "0A000")
 
             # kill -9 r2: its last rows stay readable while it is down
             pid = _pid(r2)
@@ -257,10 +261,19 @@ def test_what_a_statement_spent_its_time_on(server: WeirServer) -> None:
         assert all(r[1] > 0 for r in rows)
 
 
-def _pids(replica_id: str) -> set[int]:
-    out = subprocess.run(["pgrep", "-f", f"weir.compute.replica .*--replica-id {replica_id}( |$)"],
-                         capture_output=True, text=True).stdout.split()
-    return {int(p) for p in out}
+def _pids(server: WeirServer, replica_id: str) -> set[int]:
+    """The server's replica processes of that id (other servers' replicas may share it)."""
+    import psutil
+
+    out = set()
+    for child in psutil.Process(server.proc.pid).children():  # type: ignore[union-attr]
+        try:
+            cmd = child.cmdline()
+        except psutil.Error:
+            continue
+        if "weir.compute.replica" in cmd and cmd[cmd.index("--replica-id") + 1] == replica_id:
+            out.add(child.pid)
+    return out
 
 
 def _running(pid: int) -> bool:
@@ -293,13 +306,13 @@ def test_a_stopped_replica_is_replaced_and_its_zombie_fenced(liveness_server: We
         c.execute("CREATE MATERIALIZED VIEW zmv AS SELECT count(*) AS n FROM zt")
         _wait(c, f"SELECT name FROM mz_introspection.mz_dataflows_{rid}",
               lambda rows: ("Dataflow: materialize.public.zmv",) in rows)
-        (old,) = _pids(rid)
+        (old,) = _pids(server, rid)
         os.killpg(old, signal.SIGSTOP)  # the whole group: the replica and its JVM
         try:
             deadline = time.time() + 150
-            while time.time() < deadline and not (_pids(rid) - {old}):
+            while time.time() < deadline and not (_pids(server, rid) - {old}):
                 time.sleep(0.5)
-            assert _pids(rid) - {old}, "no new incarnation was started"
+            assert _pids(server, rid) - {old}, "no new incarnation was started"
             assert _running(old)  # left alive: a zombie once it wakes up
             before = c.execute(f"SELECT read_at FROM mz_introspection.mz_dataflows_persist "
                                f"WHERE replica_id = '{rid}' LIMIT 1").fetchone()[0]

@@ -14,7 +14,6 @@ from weir.compute.replica.spark_listener import (
     ExecutionRecord,
     SparkListenerHandle,
     TaskRecord,
-    _JavaListener,
 )
 from weir.compute.replica.spark_plan import plan_info_of, plan_nodes
 
@@ -144,11 +143,20 @@ def test_many_tasks(spark: Any, listener: SparkListenerHandle, described: None) 
     assert listener.errors == errors and listener.running() == []
 
 
-def test_every_interface_method_exists(spark: Any) -> None:
-    jvm = spark.sparkContext._jvm
-    cls = jvm.java.lang.Class.forName("org.apache.spark.scheduler.SparkListenerInterface")
-    names = {m.getName() for m in cls.getMethods()}
-    assert names and all(callable(getattr(_JavaListener, name, None)) for name in names), names
+def test_the_jvm_queue_is_bounded(spark: Any) -> None:
+    """Nobody pulls: the JVM listener keeps at most its capacity and counts the rest."""
+    handle = SparkListenerHandle.install(spark, queue_capacity=5)
+    try:
+        spark.range(0, 1000, 1, 20).groupBy().count().collect()
+        deadline = time.monotonic() + 20
+        while handle.jvm_dropped() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert handle.jvm_dropped() > 0
+        handle.pull()
+        assert handle.errors == 0
+        assert len(handle.running()) + len(handle.drain()) <= 1
+    finally:
+        handle.remove()
 
 
 # ---- the store, on hand-made events (no Spark) -------------------------------------------

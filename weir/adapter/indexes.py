@@ -76,6 +76,7 @@ def _definition(session: Session, desc: RelationDesc, keys: list[tuple[str, int 
         direct = True
     else:
         plan = planning.plan(session, sqlglot.parse_one(desc.view_sql, read="postgres"), key=desc.view_sql)
+        mviews.refuse_unions(plan)
         spark_sql, inputs = mviews.dataflow_sql(session, plan), plan.inputs
         direct = False
     positions = [p for _, p in keys]

@@ -66,6 +66,19 @@ def dataflow_inputs(inputs: dict[str, Any]) -> list[dict[str, Any]]:
             for sid, d in inputs.items()]
 
 
+def refuse_unions(plan: Any) -> None:
+    """A dataflow is planned once, but a union over the replicas of the moment
+    (mz_introspection.*_persist) changes members as replicas come and go: it would
+    silently miss new replicas and break on dropped ones."""
+    unions = sorted(plan.spark.unions) if plan.spark is not None else []
+    if unions:
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        f"materialized views and indexes over {unions[0]} are not supported "
+                        "(its replicas change)",
+                        hint="Use a view (expanded over the current replicas on every read), or read one "
+                             "replica's introspection: mz_introspection.<log>_<replica_id>.")
+
+
 async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Command:
     from weir.adapter.ddl import target_schema
 
@@ -89,6 +102,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
             raise WeirError(SqlState.SYNTAX_ERROR, "materialized view specifies the wrong number of column names")
         columns = [api.Column(n, c.type) for n, c in zip(stmt.column_names, columns, strict=True)]
     inputs = plan.inputs
+    refuse_unions(plan)
     thresholds = temporal.thresholds_query(qualified)  # 0A000 for mz_now() outside temporal filters
     if not inputs:
         if thresholds is not None:

@@ -87,6 +87,7 @@ class SparkPlan:
     template: SparkTemplate
     qualified: exp.Expression | None = None
     jsonb_columns: list[PgType | None] = field(default_factory=list)  # weir.sql.infer.jsonb_result_types
+    unions: set[str] = field(default_factory=set)  # Resolved.unions
 
 
 @dataclass
@@ -194,7 +195,8 @@ def _spark_plan(expr: exp.Expression, types: list[PgType], resolver: Resolver, *
     names = name_outputs(resolved.expr)
     body, calls = mark_session_functions(resolved.expr)
     template = SparkTemplate(to_spark(body), types, calls, bare)
-    return SparkPlan(resolved.inputs, resolved.depends_on, names, template, resolved.qualified, jsonb_columns)
+    return SparkPlan(resolved.inputs, resolved.depends_on, names, template, resolved.qualified, jsonb_columns,
+                     resolved.unions)
 
 
 def _with_jsonb(hints: list[PgType | None], jsonb: list[PgType | None]) -> list[PgType | None]:

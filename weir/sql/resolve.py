@@ -60,6 +60,8 @@ class Resolved:
     inputs: dict[str, RelationDesc] = field(default_factory=dict)
     depends_on: dict[str, RelationDesc] = field(default_factory=dict)
     qualified: exp.Expression | None = None  # names fully qualified (resolve(..., qualify=True))
+    # union views expanded over the members of the moment (mz_introspection.*_persist), at any depth
+    unions: set[str] = field(default_factory=set)
 
 
 def _cte_names(expr: exp.Expression) -> set[str]:
@@ -119,6 +121,7 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
         if desc.view_sql is not None:
             inner = resolve(sqlglot.parse_one(desc.view_sql, read="postgres"), resolver, _depth=_depth + 1)
             out.inputs.update(inner.inputs)
+            out.unions |= inner.unions | ({desc.name} if desc.volatile else set())
             sub = exp.Subquery(this=inner.expr, alias=exp.TableAlias(this=exp.to_identifier(alias)))
             if table is expr:
                 out.expr = sub

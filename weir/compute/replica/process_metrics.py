@@ -23,6 +23,7 @@ class ProcessMetrics:
         self._last: tuple[float, float] | None = None  # (wall time, CPU seconds)
         self._lock = threading.Lock()
         self._jvm: dict[str, int] = {}
+        self._beans: tuple[Any, list[Any], int] | None = None  # the JVM's Runtime, GC beans, heap limit
 
     def _cpu_seconds(self) -> float:
         total = 0.0
@@ -53,12 +54,15 @@ class ProcessMetrics:
         return {"cpu_nano_cores": nano_cores, "memory_bytes": rss, **jvm}
 
     def read_jvm(self, spark: Any) -> None:
-        """Heap used and its limit, and total GC time, from the JVM (one py4j round trip each)."""
-        jvm = spark.sparkContext._jvm
-        runtime = jvm.java.lang.Runtime.getRuntime()
+        """Heap used and its limit, and total GC time, from the JVM. The JVM objects are
+        looked up once (each py4j name lookup is a round trip): then one call per figure."""
+        if self._beans is None:
+            jvm = spark.sparkContext._jvm
+            runtime = jvm.java.lang.Runtime.getRuntime()
+            beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+            self._beans = (runtime, [beans.get(i) for i in range(beans.size())], int(runtime.maxMemory()))
+        runtime, gcs, limit = self._beans
         heap = int(runtime.totalMemory()) - int(runtime.freeMemory())
-        limit = int(runtime.maxMemory())
-        beans = jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
-        gc_ms = sum(max(0, int(beans.get(i).getCollectionTime())) for i in range(beans.size()))
+        gc_ms = sum(max(0, int(b.getCollectionTime())) for b in gcs)
         with self._lock:
             self._jvm = {"heap_bytes": heap, "heap_limit": limit, "gc_ns": gc_ms * 1_000_000}

@@ -1,13 +1,16 @@
 """A SparkListener that turns the SQL work a replica's Spark runs into Python records.
 
 Spark already knows, per SQL execution, the plan it ran and what every task of it
-did; weir's compute introspection (per-operator logs) wants that as data. A
-py4j-implemented `SparkListenerInterface` receives the scheduler's events on the
-listener bus, has each event it needs turned into JSON inside the JVM by Spark's
-own `JsonProtocol` (one py4j call, so no field-by-field round trips), and keeps an
-`ExecutionRecord` per execution: the plan (numbered as EXPLAIN FORMATTED numbers
-it, see spark_plan), its jobs' stages, and a `TaskRecord` per finished task with
-that task's updates of the plan's SQL metrics.
+did; weir's compute introspection (per-operator logs) wants that as data. A listener
+in the JVM (WeirIntrospectionListener.java, compiled at run time by the Janino
+compiler Spark ships) keeps the events weir needs, turned into JSON by Spark's own
+`JsonProtocol`, in a bounded queue; the handle here pulls them with one py4j call
+whenever it is read (once per introspection interval) and keeps an `ExecutionRecord`
+per execution: the plan (numbered as EXPLAIN FORMATTED numbers it, see spark_plan),
+its jobs' stages, and a `TaskRecord` per finished task with that task's updates of
+the plan's SQL metrics. A py4j-implemented listener would cost a JVM -> Python round
+trip for every event on the bus (task starts, block updates, executor heartbeats
+...), most of them unused: measured, that was a third of introspection's CPU.
 
 Events used (Spark 4.3; SQL ones arrive through onOtherEvent):
 - SparkListenerSQLExecutionStart: executionId, rootExecutionId, description (the
@@ -21,22 +24,18 @@ Events used (Spark 4.3; SQL ones arrive through onOtherEvent):
   spark.job.description): how a task (which names only its stage) finds its execution;
 - SparkListenerTaskEnd: task info (partition, launch/finish time, accumulables with
   the task's "Update" per accumulator) and task metrics.
-
-Every callback is a synchronous JVM -> Python round trip on the listener bus's
-"shared" queue thread, so the ones not needed return at once, with no JVM call.
 """
 
 from __future__ import annotations
 
-import atexit
 import copy
 import json
 import logging
 import threading
-import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from weir.compute.replica.spark_plan import CodegenStage, PlanNode, codegen_stages, plan_nodes
@@ -46,6 +45,9 @@ log = logging.getLogger(__name__)
 MAX_ENDED = 256  # ended executions kept until drained
 MAX_TASKS = 100_000  # task records per execution; past this, totals only
 MAX_RUNNING = 1024  # executions whose end never came (an event dropped) are not kept forever
+MAX_QUEUED = 20_000  # events the JVM keeps between two pulls; past this it drops and counts them
+JAVA_SOURCE = Path(__file__).with_name("WeirIntrospectionListener.java")
+_compiled: dict[int, Any] = {}  # id(py4j gateway) -> the compiled listener class
 
 _SQL = "org.apache.spark.sql.execution.ui."
 _START = _SQL + "SparkListenerSQLExecutionStart"
@@ -231,65 +233,63 @@ class SparkListenerHandle:
 
     `install(spark)` registers one; `drain()` hands out ended executions (each
     once), `running()` copies of the running ones; `remove()` unregisters.
-    Thread-safe: events arrive on py4j's callback thread, readers are anywhere."""
+    Both readers first pull what the JVM queued. Thread-safe."""
 
     def __init__(self, max_ended: int = MAX_ENDED, max_tasks: int = MAX_TASKS) -> None:
         self.max_ended = max_ended
         self.max_tasks = max_tasks
         self.dropped = 0  # executions dropped undrained: past max_ended ended or MAX_RUNNING running
         self.errors = 0  # events that could not be read (logged once)
-        self.callback_ns = 0  # time spent in the callbacks that did work
-        self.events = 0  # the callbacks that did work
         self._lock = threading.Lock()
+        self._pull_lock = threading.Lock()  # one puller at a time: events apply in order
         self._running: OrderedDict[int, ExecutionRecord] = OrderedDict()
         self._ended: OrderedDict[int, ExecutionRecord] = OrderedDict()
         self._tracked: dict[int, frozenset[int]] = {}  # execution id -> its accumulators
         self._stage_exec: dict[int, int] = {}  # stage id -> execution id
-        self._to_json: Callable[..., str] | None = None
-        self._options: Any = None
         self._sc: Any = None
-        self._java: Any = None  # the JVM's proxy of a _JavaListener
+        self._java: Any = None  # the JVM's WeirIntrospectionListener
 
     # -- registration ------------------------------------------------------------
 
     @classmethod
-    def install(cls, spark: Any, **kwargs: Any) -> SparkListenerHandle:
-        """Register a new listener with the session's SparkContext."""
-        from pyspark.java_gateway import ensure_callback_server_started
-
+    def install(cls, spark: Any, queue_capacity: int = MAX_QUEUED, **kwargs: Any) -> SparkListenerHandle:
+        """Compile the JVM listener and register it with the session's SparkContext."""
         handle = cls(**kwargs)
         sc = spark.sparkContext
-        ensure_callback_server_started(sc._gateway)
         jvm = sc._jvm
-        handle._to_json = jvm.org.apache.spark.util.JsonProtocol.sparkEventToJsonString
-        # internal task-metric accumulators repeat "Task Metrics": leave them out
-        conf = jvm.org.apache.spark.SparkConf(False).set(
-            "spark.eventLog.includeTaskMetricsAccumulators", "false")
-        handle._options = jvm.org.apache.spark.util.JsonProtocolOptions(conf)
+        listener_class = _compiled.get(id(sc._gateway))
+        if listener_class is None:
+            # once per JVM: py4j caches methods by class name, so a second class of the same
+            # name would be called with the first one's methods
+            compiler = jvm.org.codehaus.janino.SimpleCompiler()
+            compiler.setParentClassLoader(jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
+            compiler.cook(JAVA_SOURCE.read_text())
+            listener_class = compiler.getClassLoader().loadClass("WeirIntrospectionListener")
+            _compiled[id(sc._gateway)] = listener_class
+        args = sc._gateway.new_array(jvm.java.lang.Object, 1)
+        args[0] = queue_capacity
+        handle._java = listener_class.getConstructors()[0].newInstance(args)
         handle._sc = sc
-        # py4j makes a new Java proxy each time it passes a Python object, and the
-        # listener bus removes by identity: keep the one proxy, to register and remove it
-        handle._java = jvm.java.util.Collections.singletonList(_JavaListener(handle)).get(0)
         sc._jsc.sc().addSparkListener(handle._java)
-        # before py4j's callback server goes at exit, or the JVM logs every event it fails to send
-        atexit.register(handle.remove)
         return handle
 
     def remove(self) -> None:
-        """Unregister (idempotent); the records stay readable."""
-        java, self._java = self._java, None
+        """Unregister (idempotent); what it had queued is applied, the records stay readable."""
+        java = self._java
         if java is None or self._sc is None:
             return
-        atexit.unregister(self.remove)
         try:
             self._sc._jsc.sc().removeSparkListener(java)
         except Exception:  # noqa: BLE001 - the JVM is gone or stopping: nothing to remove
             log.debug("removing the Spark listener failed", exc_info=True)
+        self.pull()
+        self._java = None
 
     # -- readers ---------------------------------------------------------------------
 
     def drain(self) -> list[ExecutionRecord]:
         """The executions that ended since the last drain, in the order they ended."""
+        self.pull()
         with self._lock:
             out = list(self._ended.values())
             self._ended.clear()
@@ -299,14 +299,38 @@ class SparkListenerHandle:
 
     def running(self) -> list[ExecutionRecord]:
         """Copies of the executions started and not ended."""
+        self.pull()
         with self._lock:
             return [rec.snapshot() for rec in self._running.values()]
 
+    def jvm_dropped(self) -> int:
+        """Events the JVM listener could not keep (its queue was full, or JSON failed)."""
+        java = self._java
+        try:
+            return int(java.dropped()) if java is not None else 0
+        except Exception:  # noqa: BLE001 - the JVM is gone
+            return 0
+
     # -- events (JSON) ----------------------------------------------------------------
 
-    def _json(self, event: Any) -> dict[str, Any]:
-        assert self._to_json is not None
-        return dict(json.loads(self._to_json(event, self._options)))
+    def pull(self) -> None:
+        """Apply the events the JVM listener queued since the last pull (one py4j call)."""
+        java = self._java
+        if java is None:
+            return
+        with self._pull_lock:
+            try:
+                text = str(java.drain())
+            except Exception:  # noqa: BLE001 - the JVM is gone or stopping
+                log.debug("pulling Spark listener events failed", exc_info=True)
+                return
+            for line in text.splitlines():
+                try:
+                    self.handle(json.loads(line))
+                except Exception:  # noqa: BLE001 - a bad event must not stop the rest
+                    self.errors += 1
+                    if self.errors == 1:
+                        log.warning("could not read a Spark listener event", exc_info=True)
 
     def handle(self, event: Mapping[str, Any]) -> None:
         """Apply one event in JSON form (what the callbacks pass; tests too)."""
@@ -429,80 +453,3 @@ class SparkListenerHandle:
         for sid in rec.stage_ids:
             if self._stage_exec.get(sid) == rec.execution_id:
                 del self._stage_exec[sid]
-
-    def _callback(self, event: Any) -> None:
-        """A needed event from the JVM: one py4j call for its JSON, then Python only.
-        Never raises into the listener bus."""
-        t0 = time.perf_counter_ns()
-        try:
-            self.handle(self._json(event))
-        except Exception:  # noqa: BLE001 - a bad event must not stop the listener
-            self.errors += 1
-            if self.errors == 1:
-                log.warning("could not read a Spark listener event", exc_info=True)
-        self.callback_ns += time.perf_counter_ns() - t0
-        self.events += 1
-
-
-class _JavaListener:
-    """The py4j side: every SparkListenerInterface method, the unused ones no-ops."""
-
-    class Java:
-        implements = ["org.apache.spark.scheduler.SparkListenerInterface"]
-
-    def __init__(self, handle: SparkListenerHandle) -> None:
-        self._handle = handle
-
-    # java.lang.Object's, which the JVM asks the proxy too (the listener bus, on removal)
-    def equals(self, other: Any) -> bool:
-        return other is self
-
-    def hashCode(self) -> int:  # noqa: N802
-        return id(self) & 0x7FFFFFFF
-
-    def toString(self) -> str:  # noqa: N802
-        return f"weir SparkListener {id(self):x}"
-
-    # used
-    def onTaskEnd(self, event: Any) -> None:  # noqa: N802 - the Java interface's names
-        self._handle._callback(event)
-
-    def onJobStart(self, event: Any) -> None:  # noqa: N802
-        self._handle._callback(event)
-
-    def onOtherEvent(self, event: Any) -> None:  # noqa: N802 - SQL execution start/end, driver metrics
-        self._handle._callback(event)
-
-    # unused
-    def onStageCompleted(self, event: Any) -> None: ...  # noqa: N802
-    def onStageSubmitted(self, event: Any) -> None: ...  # noqa: N802
-    def onTaskStart(self, event: Any) -> None: ...  # noqa: N802
-    def onTaskGettingResult(self, event: Any) -> None: ...  # noqa: N802
-    def onJobEnd(self, event: Any) -> None: ...  # noqa: N802
-    def onEnvironmentUpdate(self, event: Any) -> None: ...  # noqa: N802
-    def onBlockManagerAdded(self, event: Any) -> None: ...  # noqa: N802
-    def onBlockManagerRemoved(self, event: Any) -> None: ...  # noqa: N802
-    def onUnpersistRDD(self, event: Any) -> None: ...  # noqa: N802
-    def onApplicationStart(self, event: Any) -> None: ...  # noqa: N802
-    def onApplicationEnd(self, event: Any) -> None: ...  # noqa: N802
-    def onExecutorMetricsUpdate(self, event: Any) -> None: ...  # noqa: N802
-    def onStageExecutorMetrics(self, event: Any) -> None: ...  # noqa: N802
-    def onExecutorAdded(self, event: Any) -> None: ...  # noqa: N802
-    def onExecutorRemoved(self, event: Any) -> None: ...  # noqa: N802
-    def onExecutorBlacklisted(self, event: Any) -> None: ...  # noqa: N802
-    def onExecutorExcluded(self, event: Any) -> None: ...  # noqa: N802
-    def onExecutorBlacklistedForStage(self, event: Any) -> None: ...  # noqa: N802
-    def onExecutorExcludedForStage(self, event: Any) -> None: ...  # noqa: N802
-    def onNodeBlacklistedForStage(self, event: Any) -> None: ...  # noqa: N802
-    def onNodeExcludedForStage(self, event: Any) -> None: ...  # noqa: N802
-    def onExecutorUnblacklisted(self, event: Any) -> None: ...  # noqa: N802
-    def onExecutorUnexcluded(self, event: Any) -> None: ...  # noqa: N802
-    def onNodeBlacklisted(self, event: Any) -> None: ...  # noqa: N802
-    def onNodeExcluded(self, event: Any) -> None: ...  # noqa: N802
-    def onNodeUnblacklisted(self, event: Any) -> None: ...  # noqa: N802
-    def onNodeUnexcluded(self, event: Any) -> None: ...  # noqa: N802
-    def onUnschedulableTaskSetAdded(self, event: Any) -> None: ...  # noqa: N802
-    def onUnschedulableTaskSetRemoved(self, event: Any) -> None: ...  # noqa: N802
-    def onBlockUpdated(self, event: Any) -> None: ...  # noqa: N802
-    def onSpeculativeTaskSubmitted(self, event: Any) -> None: ...  # noqa: N802
-    def onResourceProfileAdded(self, event: Any) -> None: ...  # noqa: N802
