@@ -73,6 +73,15 @@ class WeirServer:
                              capture_output=True, text=True)
         return [int(p) for p in out.stdout.split()]
 
+    def replica_pids_of(self, replica_id: str) -> set[int]:
+        """This server's processes of one replica (another server's replica may share its id)."""
+        if self.proc is None:
+            return set()
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid), "-f",
+                              f"weir.compute.replica .*--replica-id {replica_id}( |$)"],
+                             capture_output=True, text=True)
+        return {int(p) for p in out.stdout.split()}
+
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int | None:
         if self.proc is None:
             return None

@@ -261,21 +261,6 @@ def test_what_a_statement_spent_its_time_on(server: WeirServer) -> None:
         assert all(r[1] > 0 for r in rows)
 
 
-def _pids(server: WeirServer, replica_id: str) -> set[int]:
-    """The server's replica processes of that id (other servers' replicas may share it)."""
-    import psutil
-
-    out = set()
-    for child in psutil.Process(server.proc.pid).children():  # type: ignore[union-attr]
-        try:
-            cmd = child.cmdline()
-        except psutil.Error:
-            continue
-        if "weir.compute.replica" in cmd and cmd[cmd.index("--replica-id") + 1] == replica_id:
-            out.add(child.pid)
-    return out
-
-
 def _running(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -306,13 +291,13 @@ def test_a_stopped_replica_is_replaced_and_its_zombie_fenced(liveness_server: We
         c.execute("CREATE MATERIALIZED VIEW zmv AS SELECT count(*) AS n FROM zt")
         _wait(c, f"SELECT name FROM mz_introspection.mz_dataflows_{rid}",
               lambda rows: ("Dataflow: materialize.public.zmv",) in rows)
-        (old,) = _pids(server, rid)
+        (old,) = server.replica_pids_of(rid)
         os.killpg(old, signal.SIGSTOP)  # the whole group: the replica and its JVM
         try:
             deadline = time.time() + 150
-            while time.time() < deadline and not (_pids(server, rid) - {old}):
+            while time.time() < deadline and not (server.replica_pids_of(rid) - {old}):
                 time.sleep(0.5)
-            assert _pids(server, rid) - {old}, "no new incarnation was started"
+            assert server.replica_pids_of(rid) - {old}, "no new incarnation was started"
             assert _running(old)  # left alive: a zombie once it wakes up
             before = c.execute(f"SELECT read_at FROM mz_introspection.mz_dataflows_persist "
                                f"WHERE replica_id = '{rid}' LIMIT 1").fetchone()[0]

@@ -89,7 +89,7 @@ class Coordinator(api.Coordinator):
         from weir.adapter.durable_subscriptions import DurableSubscriptions
 
         self.durable_subscriptions = DurableSubscriptions(self)
-        self.health = ReplicaHealth(self)  # mz_cluster_replica_metrics, utilization, mz_dataflow_lag
+        self.health = ReplicaHealth(self)  # mz_cluster_replica_metrics, utilization, mz_dataflow_lag, hydration
         self.catalog: Catalog
         self.oracle: TimestampOracle
         self.storage: Any

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Gauge
 
+from weir.adapter import hydration
 from weir.adapter.builtin_tables import builtin_updates
 from weir.adapter.live_relation import LiveRelation
 from weir.catalog.builtins import by_name
@@ -133,6 +134,7 @@ class ReplicaHealth:
             LiveRelation(coord, UTILIZATION, ("replica_id", "process_id"), lambda: measure_utilization(coord)),
             LiveRelation(coord, LAG, ("object_id", "replica_id"), lambda: measure_lag(coord)),
             LiveRelation(coord, WRITERS, ("replica_id",), lambda: measure_writers(coord)),
+            *hydration.relations(coord),  # what replicas report of their dataflows' hydration
         ]
         self._tasks: list[asyncio.Task[None]] = []
 

@@ -403,6 +403,17 @@ BUILTINS: tuple[BuiltinTable, ...] = (
         ("replica_id", TEXT), ("shard_id", TEXT), ("write_frontier", MZ_TIMESTAMP), ("commits", INT8),
         ("skipped", INT8), ("failures", INT8), ("fenced", BOOL), ("error", TEXT)), _runtime,
         frozenset({"shard_id", "error"}), runtime=True),
+    # hydration (design 002, weir.adapter.hydration): per compute object and replica, from the
+    # replicas' Frontiers responses; mz_hydration_statuses covers sources too (replica_id NULL)
+    BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_times", "s236", 16536, _t(
+        ("replica_id", TEXT), ("object_id", TEXT), ("time_ns", INT8)), _runtime,
+        frozenset({"time_ns"}), runtime=True),
+    BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_statuses", "s237", 16537, _t(
+        ("object_id", TEXT), ("replica_id", TEXT), ("hydrated", BOOL), ("hydration_time", INTERVAL)), _runtime,
+        frozenset({"hydration_time"}), runtime=True),
+    BuiltinTable(MZ_INTERNAL, "mz_hydration_statuses", "s238", 16538, _t(
+        ("object_id", TEXT), ("replica_id", TEXT), ("hydrated", BOOL)), _runtime,
+        frozenset({"replica_id"}), runtime=True),
     # the dataflows (Spark jobs) a sampled statement execution ran, by the name a replica's
     # introspection gives them: joins mz_statement_execution_history to mz_dataflows_persist
     BuiltinTable(MZ_INTERNAL, "mz_statement_dataflows", "s234", 16534, _t(

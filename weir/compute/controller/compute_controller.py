@@ -233,6 +233,11 @@ class ComputeController:
         r.conn, r.pid, r.reason = conn, hello.get("pid"), None
         r.ui_url = hello.get("ui_url")
         r.last_heartbeat = time.time()
+        current = self._dataflows.writer_epoch(r.cluster_id)
+        if current is not None and current > extra["writer_epoch"]:
+            # a peer connected during our handshake: its SetWriterEpoch missed us (we had no
+            # connection yet), and an older epoch would leave our dataflows fenced for good
+            conn.out.send_nowait({"type": P.SET_WRITER_EPOCH, "epoch": current})
         conn.start()
         self._dataflows.on_connected(conn)
         log.info("replica %s incarnation %d online (pid %s, Spark UI %s)", r.replica_id,

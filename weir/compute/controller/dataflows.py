@@ -37,6 +37,22 @@ DROP_TIMEOUT = 30.0
 
 
 @dataclass
+class Hydration:
+    """One replica's hydration of one dataflow, as its responses say (unix seconds):
+    `started` when the dataflow went to the replica's connection (None while it has no
+    connection), `done` at the first Frontiers saying it hydrated."""
+
+    started: float | None
+    done: float | None = None
+
+    @property
+    def time_ns(self) -> int | None:
+        if self.started is None or self.done is None:
+            return None
+        return max(0, int((self.done - self.started) * 1e9))
+
+
+@dataclass
 class InstalledDataflow:
     cluster_id: str
     dataflow_id: str
@@ -54,6 +70,7 @@ class InstalledDataflow:
     strategies: dict[str, str] = field(default_factory=dict)  # replica id -> strategy it runs
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # replica id -> last error
     error_counts: dict[str, int] = field(default_factory=dict)  # replica id -> errors it holds now
+    hydration: dict[str, Hydration] = field(default_factory=dict)  # replica id -> its hydration
     created: asyncio.Future[dict[str, Any]] | None = None
 
     def command(self) -> dict[str, Any]:
@@ -114,6 +131,7 @@ class DataflowControl:
         for df in self.dataflows.values():
             if df.cluster_id == conn.replica.cluster_id:
                 conn.out.send_nowait(df.command())
+                df.hydration[conn.replica.replica_id] = Hydration(time.time())  # it hydrates anew
                 if df.since is not None:
                     conn.out.send_nowait({"type": P.ALLOW_COMPACTION, "dataflow_id": df.dataflow_id,
                                           "since": df.since})
@@ -122,6 +140,11 @@ class DataflowControl:
         for key, fut in list(self._drops.items()):
             if key[0] == id(conn) and not fut.done():
                 fut.set_result(None)
+        replica = conn.replica
+        if replica.conn is conn or replica.conn is None:  # not a connection already replaced
+            for df in self.dataflows.values():
+                if replica.replica_id in df.hydration:
+                    df.hydration[replica.replica_id] = Hydration(None)  # serves nothing until back
 
     def on_replica_dropped(self, replica_id: str) -> None:
         for df in self.dataflows.values():
@@ -129,6 +152,7 @@ class DataflowControl:
             df.strategies.pop(replica_id, None)
             df.errors.pop(replica_id, None)
             df.error_counts.pop(replica_id, None)
+            df.hydration.pop(replica_id, None)
 
     def on_message(self, conn: ReplicaConnection, msg: P.Message) -> bool:
         """Handle a dataflow response; False if `msg` is not one."""
@@ -151,6 +175,11 @@ class DataflowControl:
             df.errors.pop(replica_id, None)
             if body.get("error_count") is not None:
                 df.error_counts[replica_id] = int(body["error_count"])
+            h = df.hydration.setdefault(replica_id, Hydration(time.time()))
+            if body.get("hydrated") and h.done is None:
+                h.done = time.time()
+            elif body.get("hydrated") is False and h.done is not None:
+                df.hydration[replica_id] = Hydration(time.time())  # rehydrating
         elif kind == P.DATAFLOW_CREATED:
             df.strategies[replica_id] = str(body.get("strategy"))
             if df.created is not None and not df.created.done():
@@ -181,6 +210,7 @@ class DataflowControl:
         command = df.command()
         for conn in conns:
             conn.out.send_nowait(command)
+            df.hydration[conn.replica.replica_id] = Hydration(time.time())
         try:
             # Replicas that reconnect meanwhile get it replayed and answer too.
             answer = await asyncio.wait_for(asyncio.shield(df.created), self._ctl.ready_timeout)

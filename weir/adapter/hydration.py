@@ -1,0 +1,71 @@
+"""Object-level hydration status (design 002, issue 13 part 4): per index and materialized
+view and per replica, whether it has hydrated and how long that took, from what the
+replicas say in their Frontiers responses (the compute controller's `Hydration` records):
+
+- mz_internal.mz_compute_hydration_times (replica_id, object_id, time_ns): NULL while
+  hydrating, as Materialize's;
+- mz_internal.mz_compute_hydration_statuses (object_id, replica_id, hydrated, hydration_time);
+- mz_internal.mz_hydration_statuses (object_id, replica_id, hydrated): the same, plus the
+  sources, which the storage controller writes (replica_id NULL; hydrated once the source
+  has written its first data).
+
+A replica that restarts, reconnects or is added hydrates its dataflows anew: its rows go
+back to not hydrated, then to hydrated. A dropped object or replica has no rows. Measured
+every live_relation.INTERVAL_S and before every read, appending only what changed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from weir.adapter.live_relation import LiveRelation
+from weir.catalog.builtins import by_name
+
+if TYPE_CHECKING:
+    from weir.adapter.coordinator import Coordinator
+
+TIMES = by_name("mz_internal", "mz_compute_hydration_times")
+COMPUTE_STATUSES = by_name("mz_internal", "mz_compute_hydration_statuses")
+STATUSES = by_name("mz_internal", "mz_hydration_statuses")
+
+
+def _compute(coord: Coordinator) -> list[tuple[str, str, int | None]]:
+    """(object id, replica id, hydration time in ns or None) for every installed dataflow
+    on every replica it was sent to."""
+    out = []
+    replicas = coord.compute.replicas
+    for object_id, df in list(coord.compute.dataflow_definitions().items()):
+        for replica_id, h in list(df.hydration.items()):
+            if replica_id in replicas:
+                out.append((object_id, replica_id, h.time_ns))
+    return out
+
+
+async def measure_times(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
+    return {(r, o): (r, o, t) for o, r, t in _compute(coord)}
+
+
+async def measure_compute_statuses(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
+    return {(o, r): (o, r, t is not None, None if t is None else timedelta(microseconds=t // 1000))
+            for o, r, t in _compute(coord)}
+
+
+async def measure_statuses(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
+    rows: dict[Any, tuple[Any, ...]] = {(o, r): (o, r, t is not None) for o, r, t in _compute(coord)}
+    collections = coord.storage.collections
+    for item in coord.catalog.list_items("source"):
+        if "introspection_log" in item.definition:
+            continue  # a replica's introspection: part of its replica, not hydrated on its own
+        c = collections.get(item.id)
+        rows[(item.id, None)] = (item.id, None, c is not None and c.upper > 0)
+    return rows
+
+
+def relations(coord: Coordinator) -> list[LiveRelation]:
+    assert TIMES is not None and COMPUTE_STATUSES is not None and STATUSES is not None
+    return [
+        LiveRelation(coord, TIMES, ("replica_id", "object_id"), lambda: measure_times(coord)),
+        LiveRelation(coord, COMPUTE_STATUSES, ("object_id", "replica_id"),
+                     lambda: measure_compute_statuses(coord)),
+        LiveRelation(coord, STATUSES, ("object_id", "replica_id"), lambda: measure_statuses(coord)),
+    ]
