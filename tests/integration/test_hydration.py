@@ -5,6 +5,7 @@ replica processes, real Spark."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Callable
@@ -91,3 +92,62 @@ def test_objects_hydrate_per_replica_and_again_after_a_restart(server: WeirServe
             c.execute("DROP SOURCE IF EXISTS hyd_counter")
             c.execute("DROP CLUSTER hyd CASCADE")
             c.execute("DROP TABLE IF EXISTS hyd_t CASCADE")
+
+
+def test_plan_nodes_hydrate_one_after_another(server: WeirServer) -> None:
+    """A join + aggregate view whose hydration takes seconds: its plan nodes' statuses per
+    worker change while it runs (some hydrated, others not), all end hydrated, and their
+    node ids are EXPLAIN's."""
+    with server.connect() as c:
+        c.execute("CREATE TABLE hyd_big (k int, v int)")
+        c.execute("INSERT INTO hyd_big SELECT g % 200, g FROM generate_series(1, 100000) AS g")
+        c.execute("CREATE TABLE hyd_dim (k int, name text)")
+        c.execute("INSERT INTO hyd_dim SELECT g, 'n' || (g % 7) FROM generate_series(0, 199) AS g")
+        try:
+            c.execute("CREATE MATERIALIZED VIEW hyd_join AS SELECT d.name, count(*) AS n, sum(b.v) AS s "
+                      "FROM hyd_big b JOIN hyd_big b2 ON b.k = b2.k JOIN hyd_dim d ON b.k = d.k GROUP BY d.name")
+            oid = c.execute("SELECT id FROM mz_catalog.mz_materialized_views WHERE name = 'hyd_join'").fetchone()[0]
+            seen: list[list[tuple[Any, ...]]] = []
+            deadline = time.time() + 180
+            while time.time() < deadline:
+                rows = c.execute("SELECT plan_node_id, worker_id, hydrated "
+                                 "FROM mz_internal.mz_compute_operator_hydration_statuses_per_worker "
+                                 f"WHERE object_id = '{oid}'").fetchall()
+                seen.append(rows)
+                if rows and all(r[2] for r in rows):
+                    break
+                time.sleep(0.2)
+            final = seen[-1]
+            assert final and all(r[2] for r in final), final
+            # while it ran: some nodes hydrated on some worker, others not yet
+            assert any(any(r[2] for r in rows) and not all(r[2] for r in rows) for rows in seen), \
+                [sorted(r[2] for r in rows) for rows in seen]
+            # one row per (node, worker); the aggregated view agrees; ids are EXPLAIN's
+            assert len({(n, w) for n, w, _ in final}) == len(final)
+            agg = c.execute("SELECT plan_node_id, hydrated FROM mz_internal.mz_compute_operator_hydration_statuses "
+                            f"WHERE object_id = '{oid}'").fetchall()
+            assert sorted(n for n, _ in agg) == sorted({n for n, _, _ in final}) and all(h for _, h in agg)
+            plan = "\n".join(r[0] for r in c.execute(
+                "EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR MATERIALIZED VIEW hyd_join").fetchall())
+            explained = {int(m) for m in re.findall(r"\((\d+)\)\s*$", plan, re.MULTILINE)}
+            assert {n for n, _ in agg} == explained, plan
+            # the object-level status agrees
+            assert c.execute(f"SELECT hydrated FROM mz_internal.mz_compute_hydration_statuses "
+                             f"WHERE object_id = '{oid}'").fetchall() == [(True,)]
+            c.execute("DROP MATERIALIZED VIEW hyd_join")
+            _wait(c, "SELECT * FROM mz_internal.mz_compute_operator_hydration_statuses_per_worker "
+                  f"WHERE object_id = '{oid}'", lambda rows: rows == [])
+            # the system variable turns it off: what was reported is retracted
+            c.execute("CREATE MATERIALIZED VIEW hyd_small AS SELECT count(*) AS n FROM hyd_dim")
+            small = c.execute("SELECT id FROM mz_catalog.mz_materialized_views WHERE name = 'hyd_small'").fetchone()[0]
+            per_worker = ("SELECT hydrated FROM mz_internal.mz_compute_operator_hydration_statuses_per_worker "
+                          f"WHERE object_id = '{small}'")
+            _wait(c, per_worker, lambda rows: bool(rows) and all(h for (h,) in rows))
+            c.execute("ALTER SYSTEM SET enable_compute_operator_hydration_status_logging = off")
+            try:
+                _wait(c, per_worker, lambda rows: rows == [])
+            finally:
+                c.execute("ALTER SYSTEM RESET enable_compute_operator_hydration_status_logging")
+        finally:
+            c.execute("DROP TABLE hyd_big CASCADE")
+            c.execute("DROP TABLE hyd_dim CASCADE")

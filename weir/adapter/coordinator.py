@@ -324,6 +324,12 @@ class Coordinator(api.Coordinator):
     def system_vars_changed(self) -> None:
         self._system_vars = None
         self.system_var_version += 1
+        compute = getattr(self, "compute", None)
+        if compute is not None:  # e.g. enable_compute_operator_hydration_status_logging: replicas apply it now
+            from weir.adapter import introspection
+
+            for replica in self.catalog.list_replicas():
+                compute.set_logging(replica.id, introspection.logging_config(self, replica))
 
     @staticmethod
     @lru_cache(maxsize=2048)

@@ -1,6 +1,8 @@
-"""Object-level hydration status (design 002, issue 13 part 4): per index and materialized
-view and per replica, whether it has hydrated and how long that took, from what the
-replicas say in their Frontiers responses (the compute controller's `Hydration` records):
+"""Hydration status (design 002): per plan node and worker, as the replicas report it in
+HydrationStatus responses (mz_internal.mz_compute_operator_hydration_statuses_per_worker;
+the builtin view mz_compute_operator_hydration_statuses aggregates it), and per index and
+materialized view and per replica, whether it has hydrated and how long that took, from
+their Frontiers responses (the compute controller's `Hydration` records):
 
 - mz_internal.mz_compute_hydration_times (replica_id, object_id, time_ns): NULL while
   hydrating, as Materialize's;
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 TIMES = by_name("mz_internal", "mz_compute_hydration_times")
 COMPUTE_STATUSES = by_name("mz_internal", "mz_compute_hydration_statuses")
 STATUSES = by_name("mz_internal", "mz_hydration_statuses")
+OPERATORS = by_name("mz_internal", "mz_compute_operator_hydration_statuses_per_worker")
 
 
 def _compute(coord: Coordinator) -> list[tuple[str, str, int | None]]:
@@ -61,9 +64,24 @@ async def measure_statuses(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
     return rows
 
 
+async def measure_operators(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
+    """Per plan node and worker, as each replica's HydrationStatus responses said
+    (weir.compute.replica.hydration)."""
+    rows: dict[Any, tuple[Any, ...]] = {}
+    replicas = coord.compute.replicas
+    for object_id, df in list(coord.compute.dataflow_definitions().items()):
+        for replica_id, ops in list(df.operators.items()):
+            if replica_id in replicas:
+                for (node, worker), hydrated in list(ops.items()):
+                    rows[(object_id, node, replica_id, worker)] = (object_id, node, replica_id, worker, hydrated)
+    return rows
+
+
 def relations(coord: Coordinator) -> list[LiveRelation]:
-    assert TIMES is not None and COMPUTE_STATUSES is not None and STATUSES is not None
+    assert TIMES is not None and COMPUTE_STATUSES is not None and STATUSES is not None and OPERATORS is not None
     return [
+        LiveRelation(coord, OPERATORS, ("object_id", "plan_node_id", "replica_id", "worker_id"),
+                     lambda: measure_operators(coord)),
         LiveRelation(coord, TIMES, ("replica_id", "object_id"), lambda: measure_times(coord)),
         LiveRelation(coord, COMPUTE_STATUSES, ("object_id", "replica_id"),
                      lambda: measure_compute_statuses(coord)),

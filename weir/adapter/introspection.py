@@ -58,7 +58,8 @@ def logging_config(coord: Coordinator, replica: Replica) -> dict[str, Any]:
     ms = interval_ms(cluster)
     sink = persisted(coord, cluster) and bool(coord.catalog.introspection_items({replica.id}))
     return {"interval_ms": ms, "debugging": bool(cluster.options.get("introspection_debugging", False)),
-            "shard_id": ci.shard_id(replica.id) if sink else None}
+            "shard_id": ci.shard_id(replica.id) if sink else None,
+            "hydration": coord.system_var("enable_compute_operator_hydration_status_logging") == "on"}
 
 
 def known_shards(coord: Coordinator) -> set[str]:

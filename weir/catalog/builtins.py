@@ -411,6 +411,9 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_statuses", "s237", 16537, _t(
         ("object_id", TEXT), ("replica_id", TEXT), ("hydrated", BOOL), ("hydration_time", INTERVAL)), _runtime,
         frozenset({"hydration_time"}), runtime=True),
+    BuiltinTable(MZ_INTERNAL, "mz_compute_operator_hydration_statuses_per_worker", "s239", 16539, _t(
+        ("object_id", TEXT), ("plan_node_id", INT8), ("replica_id", TEXT), ("worker_id", INT8),
+        ("hydrated", BOOL)), _runtime, runtime=True),
     BuiltinTable(MZ_INTERNAL, "mz_hydration_statuses", "s238", 16538, _t(
         ("object_id", TEXT), ("replica_id", TEXT), ("hydrated", BOOL)), _runtime,
         frozenset({"replica_id"}), runtime=True),
@@ -571,6 +574,11 @@ BUILTIN_VIEWS: tuple[BuiltinView, ...] = (
                 f"JOIN {_RAW.format('prepared_statement_history')} p ON e.prepared_statement_id = p.id "
                 f"JOIN {_RAW.format('session_history')} s ON p.session_id = s.id "
                 f"WHERE {_SEES_ROW} AND e.began_at > now() - INTERVAL '1 day'"),
+    BuiltinView(MZ_INTERNAL, "mz_compute_operator_hydration_statuses", "s321", 16621, (
+        ("object_id", TEXT), ("plan_node_id", INT8), ("replica_id", TEXT), ("hydrated", BOOL)),
+                "SELECT object_id, plan_node_id, replica_id, bool_and(hydrated) AS hydrated "
+                "FROM mz_internal.mz_compute_operator_hydration_statuses_per_worker "
+                "GROUP BY object_id, plan_node_id, replica_id"),
     # A replica computes each dataflow on one thread: worker 0 (Materialize: uint8).
     BuiltinView(MZ_INTERNAL, "mz_compute_error_counts_per_worker", "s320", 16620, (
         ("export_id", TEXT), ("replica_id", TEXT), ("worker_id", INT8), ("count", NUMERIC)),

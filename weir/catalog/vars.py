@@ -357,6 +357,9 @@ VARS: tuple[VarDef, ...] = (
            "their introspection to storage (per-replica sources mz_introspection.<log>_<replica>, "
            "the _persist union views); off: no introspection sources for new replicas, and "
            "replicas keep their logs in memory only.", session=False),
+    VarDef("enable_compute_operator_hydration_status_logging", "bool", "on", "Whether replicas "
+           "report per plan node hydration (mz_internal.mz_compute_operator_hydration_statuses"
+           "[_per_worker]); off: they stop, and their statuses are retracted.", session=False),
 )
 
 _BY_NAME: dict[str, VarDef] = {v.name.lower(): v for v in VARS}

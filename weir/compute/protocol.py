@@ -134,6 +134,9 @@ Responses (replica -> controller)
   could not understand or refuses.
 - ``DataflowCreated{dataflow_id, strategy, columns}``: the strategy it runs
   with and the query's column names.
+- ``HydrationStatus{dataflow_id, updates: [[plan_node_id, worker_id, hydrated], ...],
+  reset?}``: per plan node and worker, what changed in the dataflow's hydration on this
+  replica (weir.compute.replica.hydration); ``reset``: forget what was sent before.
 - ``Frontiers{dataflow_id, write_frontier, hydrated, error_count?}``: the output
   shard's upper as this replica last saw it, sent whenever it advances (by this
   replica's append or another's). ``error_count``: how many runtime errors the
@@ -198,6 +201,7 @@ ERROR = "Error"
 DATAFLOW_CREATED = "DataflowCreated"
 DATAFLOW_DROPPED = "DataflowDropped"
 DATAFLOW_ERROR = "DataflowError"
+HYDRATION_STATUS = "HydrationStatus"
 FRONTIERS = "Frontiers"
 
 

@@ -71,6 +71,8 @@ class InstalledDataflow:
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # replica id -> last error
     error_counts: dict[str, int] = field(default_factory=dict)  # replica id -> errors it holds now
     hydration: dict[str, Hydration] = field(default_factory=dict)  # replica id -> its hydration
+    # replica id -> (plan node id, worker) -> hydrated, as its HydrationStatus responses say
+    operators: dict[str, dict[tuple[int, int], bool]] = field(default_factory=dict)
     created: asyncio.Future[dict[str, Any]] | None = None
 
     def command(self) -> dict[str, Any]:
@@ -132,6 +134,7 @@ class DataflowControl:
             if df.cluster_id == conn.replica.cluster_id:
                 conn.out.send_nowait(df.command())
                 df.hydration[conn.replica.replica_id] = Hydration(time.time())  # it hydrates anew
+                df.operators.pop(conn.replica.replica_id, None)  # its statuses come again
                 if df.since is not None:
                     conn.out.send_nowait({"type": P.ALLOW_COMPACTION, "dataflow_id": df.dataflow_id,
                                           "since": df.since})
@@ -145,6 +148,7 @@ class DataflowControl:
             for df in self.dataflows.values():
                 if replica.replica_id in df.hydration:
                     df.hydration[replica.replica_id] = Hydration(None)  # serves nothing until back
+                df.operators.pop(replica.replica_id, None)
 
     def on_replica_dropped(self, replica_id: str) -> None:
         for df in self.dataflows.values():
@@ -153,11 +157,13 @@ class DataflowControl:
             df.errors.pop(replica_id, None)
             df.error_counts.pop(replica_id, None)
             df.hydration.pop(replica_id, None)
+            df.operators.pop(replica_id, None)
 
     def on_message(self, conn: ReplicaConnection, msg: P.Message) -> bool:
         """Handle a dataflow response; False if `msg` is not one."""
         kind, body = msg.type, msg.body
-        if kind not in (P.FRONTIERS, P.DATAFLOW_CREATED, P.DATAFLOW_ERROR, P.DATAFLOW_DROPPED):
+        if kind not in (P.FRONTIERS, P.DATAFLOW_CREATED, P.DATAFLOW_ERROR, P.DATAFLOW_DROPPED,
+                        P.HYDRATION_STATUS):
             return False
         dataflow_id = str(body.get("dataflow_id"))
         replica_id = conn.replica.replica_id
@@ -180,6 +186,11 @@ class DataflowControl:
                 h.done = time.time()
             elif body.get("hydrated") is False and h.done is not None:
                 df.hydration[replica_id] = Hydration(time.time())  # rehydrating
+        elif kind == P.HYDRATION_STATUS:
+            ops = {} if body.get("reset") else df.operators.get(replica_id, {})
+            for node, worker, hydrated in body.get("updates") or ():
+                ops[(int(node), int(worker))] = bool(hydrated)
+            df.operators[replica_id] = ops
         elif kind == P.DATAFLOW_CREATED:
             df.strategies[replica_id] = str(body.get("strategy"))
             if df.created is not None and not df.created.done():

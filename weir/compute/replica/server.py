@@ -86,6 +86,8 @@ class Replica:
         self.logging: dict[str, Any] | None = None
         self.writer: IntrospectionWriter | None = None
         self._listener: Any = None
+        self._operator_hydration: Any = None
+        self._hydration_on = True  # enable_compute_operator_hydration_status_logging
         jvm = jvm_process(engine.spark)
         self.metrics = ProcessMetrics(jvm.pid if jvm is not None else None)
 
@@ -151,11 +153,17 @@ class Replica:
         elif kind == P.UPDATE_INPUT_FRONTIERS:
             self.dataflows.update_input_frontiers(body)
         elif kind == P.CREATE_DATAFLOW:
+            dataflow_id = str(body.get("dataflow_id"))
             if body.get("name"):
-                self.logs.names[str(body.get("dataflow_id"))] = str(body["name"])
+                self.logs.names[dataflow_id] = str(body["name"])
+            hydration = self._hydration()
+            if hydration is not None and dataflow_id not in self.dataflows.dataflows:
+                hydration.track(dataflow_id, index=bool((body.get("output") or {}).get("index")))
             self._spawn(conn, self.dataflows.create(body))
         elif kind == P.DROP_DATAFLOW:
             self.logs.dataflow_dropped(str(body.get("dataflow_id")))
+            if self._operator_hydration is not None:
+                self._operator_hydration.forget(str(body.get("dataflow_id")))
             self._spawn(conn, self.dataflows.drop(body))
         elif kind == P.ALLOW_COMPACTION:
             self.dataflows.allow_compaction(body)
@@ -186,11 +194,16 @@ class Replica:
         self._configure_logging(body.get("logging"), incarnation)
         await conn.out.send({"type": P.INSTANCE_CREATED, "replica_id": self.replica_id,
                              "incarnation": incarnation})
+        if self._operator_hydration is not None:
+            self._operator_hydration.resend()
 
     def _configure_logging(self, config: dict[str, Any] | None, incarnation: int) -> None:
         """CreateInstance's logging configuration: collect introspection every interval and,
         given a shard, write it there with this incarnation as writer epoch. The same
         configuration again (a reconnecting controller) changes nothing."""
+        self._hydration_on = bool((config or {}).get("hydration", True))
+        if self._operator_hydration is not None:
+            self._operator_hydration.set_enabled(self._hydration_on)
         if config == self.logging:
             return
         self.logging = config
@@ -202,15 +215,8 @@ class Replica:
             self.engine.live_logs = None
             return
         self.engine.live_logs = lambda: live_table(self.logs.contents())
-        drain = None
-        try:
-            if self._listener is None:
-                from weir.compute.replica.spark_listener import SparkListenerHandle
-
-                self._listener = SparkListenerHandle.install(self.engine.spark)
-            drain = self._listener.drain
-        except Exception:  # noqa: BLE001 - introspection must never stop the replica
-            log.exception("could not install the Spark listener; operator introspection is off")
+        listener = self._spark_listener()
+        drain = listener.drain if listener is not None else None
         shard_id = (config or {}).get("shard_id")
         loop = asyncio.get_running_loop()
         self.writer = IntrospectionWriter(self.logs, self.dataflows.store, str(shard_id) if shard_id else None,
@@ -218,6 +224,34 @@ class Replica:
                                           every_interval=lambda: self.metrics.read_jvm(self.engine.spark),
                                           on_fenced=lambda why: loop.call_soon_threadsafe(self._fenced, why))
         self.writer.start()
+
+    def _spark_listener(self) -> Any:
+        """The replica's one Spark listener (introspection and hydration read it), or None."""
+        if self._listener is None:
+            try:
+                from weir.compute.replica.spark_listener import SparkListenerHandle
+
+                self._listener = SparkListenerHandle.install(self.engine.spark)
+            except Exception:  # noqa: BLE001 - introspection must never stop the replica
+                log.exception("could not install the Spark listener; operator introspection is off")
+                self._listener = False
+        return self._listener or None
+
+    def _hydration(self) -> Any:
+        """Per plan node hydration tracking (started with the first dataflow), or None."""
+        if not self._hydration_on:
+            return None
+        if self._operator_hydration is None:
+            listener = self._spark_listener()
+            if listener is None:
+                return None
+            from weir.compute.replica.hydration import OperatorHydration
+
+            loop = asyncio.get_running_loop()
+            self._operator_hydration = OperatorHydration(
+                listener, lambda: dict(self.dataflows.dataflows),
+                lambda body: loop.call_soon_threadsafe(self._send_current, body))
+        return self._operator_hydration
 
     def _send_current(self, body: dict[str, Any]) -> None:
         """Send on the current controller connection, if any (dataflow responses)."""

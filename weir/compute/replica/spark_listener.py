@@ -32,7 +32,7 @@ import copy
 import json
 import logging
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +113,11 @@ class ExecutionRecord:
     task_count: int = 0
     tasks_truncated: bool = False  # `tasks` was dropped at MAX_TASKS: totals only
     metric_stages: dict[int, set[int]] = field(default_factory=dict)  # accumulator id -> stages
+    # from its jobs' starts: stage id -> number of tasks (partitions), and the operator scopes
+    # of its RDDs: (scope id, scope name, RDD class), e.g. ("spark_plan_19", "Exchange",
+    # "ShuffledRowRDD") or ("spark_plan_18", "WholeStageCodegen (1)", "MapPartitionsRDD")
+    stage_tasks: dict[int, int] = field(default_factory=dict)
+    stage_scopes: dict[int, list[tuple[str, str, str]]] = field(default_factory=dict)
 
     def _node(self, node_id: int) -> PlanNode | None:
         return next((n for n in self.nodes if n.node_id == node_id), None)
@@ -172,6 +177,8 @@ class ExecutionRecord:
         c.metric_totals = dict(self.metric_totals)
         c.task_totals = dict(self.task_totals)
         c.metric_stages = {a: set(s) for a, s in self.metric_stages.items()}
+        c.stage_tasks = dict(self.stage_tasks)
+        c.stage_scopes = {sid: list(v) for sid, v in self.stage_scopes.items()}
         return c
 
 
@@ -228,6 +235,14 @@ def task_record(event: Mapping[str, Any], tracked: set[int] | frozenset[int]) ->
     )
 
 
+def _scope(rdd: Mapping[str, Any]) -> tuple[str, str, str]:
+    try:
+        scope = json.loads(rdd.get("Scope") or "{}")
+    except (TypeError, ValueError):
+        scope = {}
+    return str(scope.get("id", "")), str(scope.get("name", "")), str(rdd.get("Name", ""))
+
+
 class SparkListenerHandle:
     """The listener's store and its registration with a SparkContext.
 
@@ -244,6 +259,7 @@ class SparkListenerHandle:
         self._pull_lock = threading.Lock()  # one puller at a time: events apply in order
         self._running: OrderedDict[int, ExecutionRecord] = OrderedDict()
         self._ended: OrderedDict[int, ExecutionRecord] = OrderedDict()
+        self._recent: deque[ExecutionRecord] = deque(maxlen=max_ended)  # ended, drained or not
         self._tracked: dict[int, frozenset[int]] = {}  # execution id -> its accumulators
         self._stage_exec: dict[int, int] = {}  # stage id -> execution id
         self._sc: Any = None
@@ -297,11 +313,19 @@ class SparkListenerHandle:
                 self._forget(rec)
         return out
 
-    def running(self) -> list[ExecutionRecord]:
-        """Copies of the executions started and not ended."""
+    def recent(self, descriptions: set[str]) -> list[ExecutionRecord]:
+        """Copies of the last executions to end with one of these descriptions, drained or
+        not (a second reader's view: hydration)."""
         self.pull()
         with self._lock:
-            return [rec.snapshot() for rec in self._running.values()]
+            return [rec.snapshot() for rec in self._recent if rec.description in descriptions]
+
+    def running(self, descriptions: set[str] | None = None) -> list[ExecutionRecord]:
+        """Copies of the executions started and not ended (with one of these descriptions)."""
+        self.pull()
+        with self._lock:
+            return [rec.snapshot() for rec in self._running.values()
+                    if descriptions is None or rec.description in descriptions]
 
     def jvm_dropped(self) -> int:
         """Events the JVM listener could not keep (its queue was full, or JSON failed)."""
@@ -387,6 +411,7 @@ class SparkListenerHandle:
             rec.ended_ms = int(e.get("time", 0))
             rec.error = str(e.get("errorMessage") or "") or None
             self._ended[eid] = rec
+            self._recent.append(rec)
             while len(self._ended) > self.max_ended:
                 _, old = self._ended.popitem(last=False)
                 self._forget(old)
@@ -419,6 +444,10 @@ class SparkListenerHandle:
                     rec.stage_ids.append(int(sid))
             if desc := props.get("spark.job.description"):
                 rec.description = str(desc)
+            for info in e.get("Stage Infos") or ():
+                sid = int(info.get("Stage ID", -1))
+                rec.stage_tasks[sid] = int(info.get("Number of Tasks", 0))
+                rec.stage_scopes[sid] = [_scope(rdd) for rdd in info.get("RDD Info") or ()]
 
     def _task_end(self, e: Mapping[str, Any]) -> None:
         sid = _int(e.get("Stage ID"))
