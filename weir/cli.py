@@ -1,4 +1,5 @@
-"""The `weir` command: `weir serve` runs the server with embedded defaults."""
+"""The `weir` command: `weir serve` runs the server with embedded defaults; `weir status`
+and `weir hydration` ask a running one."""
 
 from __future__ import annotations
 
@@ -53,6 +54,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds a replaced, unresponsive replica process is left before SIGKILL")
     st = sub.add_parser("status", help="ask a running server for its health")
     st.add_argument("--http-port", type=int, default=_env_int("WEIR_HTTP_PORT", 6876))
+    h = sub.add_parser("hydration", help="show how far indexes and materialized views have hydrated",
+                       description="Per index and materialized view and per replica: hydrated or "
+                                   "not, and a progress bar per plan node of those still hydrating.")
+    h.add_argument("object", nargs="?",
+                   help="only this index or materialized view (name, schema.name or id like u12), "
+                        "with its plan nodes even once hydrated")
+    h.add_argument("--watch", action="store_true",
+                   help="refresh until every displayed object is hydrated, then exit 0")
+    h.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
+    h.add_argument("--host", default="127.0.0.1", help="server address (default 127.0.0.1)")
+    h.add_argument("--port", type=int, default=_env_int("WEIR_SQL_PORT", 6875),
+                   help="SQL port (default $WEIR_SQL_PORT or 6875)")
+    h.add_argument("--user", default="materialize")
+    h.add_argument("--database", default="materialize")
     return p
 
 
@@ -121,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "status":
         return status(args)
+    if args.command == "hydration":
+        from weir.hydration_cli import run  # a SQL client: rich and psycopg, none of the server
+
+        return run(args)
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)-5s %(name)s: %(message)s", stream=sys.stderr)

@@ -77,6 +77,16 @@ def test_objects_hydrate_per_replica_and_again_after_a_restart(server: WeirServe
                              f"WHERE object_id = '{mv}' AND replica_id = '{replicas[0]}'").fetchall() == [(True,)]
             rows = _wait(c, _statuses(mv), lambda rows: len(rows) == 2 and all(r[1] for r in rows), timeout=180)
             assert server.replica_pids_of(victim) - {pid}
+            # per plan node too: each replica has its own rows, the restarted one's hydrated anew,
+            # under the plan node ids pinned when the view was created (its workers may differ:
+            # a replica resuming from the view's output may have nothing to recompute)
+            per_node = ("SELECT replica_id, bool_and(hydrated), count(DISTINCT plan_node_id), min(plan_node_id), "
+                        "max(plan_node_id) FROM "
+                        "mz_internal.mz_compute_operator_hydration_statuses_per_worker "
+                        f"WHERE object_id = '{mv}' GROUP BY replica_id ORDER BY replica_id")
+            nodes = _wait(c, per_node, lambda rows: len(rows) == 2 and all(r[1] for r in rows), timeout=60)
+            assert sorted(r[0] for r in nodes) == sorted(replicas)
+            assert nodes[0][2:] == nodes[1][2:] and nodes[0][2] > 3
             assert dict((r[0], r[3]) for r in rows)[victim] != before  # a new hydration, timed anew
             for relation in ("mz_compute_hydration_statuses", "mz_compute_hydration_times", "mz_hydration_statuses"):
                 assert c.execute(f"SELECT object_id, replica_id, count(*) FROM mz_internal.{relation} "
@@ -95,42 +105,63 @@ def test_objects_hydrate_per_replica_and_again_after_a_restart(server: WeirServe
 
 
 def test_plan_nodes_hydrate_one_after_another(server: WeirServer) -> None:
-    """A join + aggregate view whose hydration takes seconds: its plan nodes' statuses per
-    worker change while it runs (some hydrated, others not), all end hydrated, and their
-    node ids are EXPLAIN's."""
+    """A join + aggregate view whose hydration takes seconds, on a cluster of its own (reads
+    of the statuses run on quickstart's replica meanwhile): its plan nodes' statuses per
+    worker change while it runs (some hydrated, others not), all end hydrated, their node
+    ids are EXPLAIN's and mz_compute_plan_nodes'; progress grows between polls and every
+    scan ends having processed exactly the rows it expected."""
     with server.connect() as c:
+        c.execute("CREATE CLUSTER hydp (SIZE '1')")
         c.execute("CREATE TABLE hyd_big (k int, v int)")
         c.execute("INSERT INTO hyd_big SELECT g % 200, g FROM generate_series(1, 100000) AS g")
         c.execute("CREATE TABLE hyd_dim (k int, name text)")
         c.execute("INSERT INTO hyd_dim SELECT g, 'n' || (g % 7) FROM generate_series(0, 199) AS g")
         try:
-            c.execute("CREATE MATERIALIZED VIEW hyd_join AS SELECT d.name, count(*) AS n, sum(b.v) AS s "
-                      "FROM hyd_big b JOIN hyd_big b2 ON b.k = b2.k JOIN hyd_dim d ON b.k = d.k GROUP BY d.name")
+            c.execute("CREATE MATERIALIZED VIEW hyd_join IN CLUSTER hydp AS SELECT d.name, count(*) AS n, "
+                      "sum(b.v) AS s FROM hyd_big b JOIN hyd_big b2 ON b.k = b2.k JOIN hyd_dim d ON b.k = d.k "
+                      "GROUP BY d.name")
             oid = c.execute("SELECT id FROM mz_catalog.mz_materialized_views WHERE name = 'hyd_join'").fetchone()[0]
             seen: list[list[tuple[Any, ...]]] = []
+            processed: list[int] = []
             deadline = time.time() + 180
             while time.time() < deadline:
                 rows = c.execute("SELECT plan_node_id, worker_id, hydrated "
                                  "FROM mz_internal.mz_compute_operator_hydration_statuses_per_worker "
                                  f"WHERE object_id = '{oid}'").fetchall()
+                if rows and not all(r[2] for r in rows):
+                    processed.append(c.execute("SELECT sum(rows_processed) FROM mz_internal.mz_compute_hydration_progress "
+                                               f"WHERE object_id = '{oid}'").fetchone()[0] or 0)
                 seen.append(rows)
                 if rows and all(r[2] for r in rows):
                     break
                 time.sleep(0.2)
             final = seen[-1]
             assert final and all(r[2] for r in final), final
-            # while it ran: some nodes hydrated on some worker, others not yet
+            # while it ran: some nodes hydrated on some worker, others not yet; rows grew
             assert any(any(r[2] for r in rows) and not all(r[2] for r in rows) for rows in seen), \
                 [sorted(r[2] for r in rows) for rows in seen]
+            assert any(b > a for a, b in zip(processed, processed[1:], strict=False)), processed
             # one row per (node, worker); the aggregated view agrees; ids are EXPLAIN's
             assert len({(n, w) for n, w, _ in final}) == len(final)
-            agg = c.execute("SELECT plan_node_id, hydrated FROM mz_internal.mz_compute_operator_hydration_statuses "
-                            f"WHERE object_id = '{oid}'").fetchall()
-            assert sorted(n for n, _ in agg) == sorted({n for n, _, _ in final}) and all(h for _, h in agg)
+            agg = _wait(c, "SELECT plan_node_id, hydrated FROM mz_internal.mz_compute_operator_hydration_statuses "
+                        f"WHERE object_id = '{oid}'", lambda rows: bool(rows) and all(h for _, h in rows), timeout=30)
+            assert sorted(n for n, _ in agg) == sorted({n for n, _, _ in final}), (agg, final)
             plan = "\n".join(r[0] for r in c.execute(
                 "EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR MATERIALIZED VIEW hyd_join").fetchall())
             explained = {int(m) for m in re.findall(r"\((\d+)\)\s*$", plan, re.MULTILINE)}
             assert {n for n, _ in agg} == explained, plan
+            nodes = dict(c.execute("SELECT plan_node_id, operator FROM mz_internal.mz_compute_plan_nodes "
+                                   f"WHERE object_id = '{oid}'").fetchall())
+            assert set(nodes) == explained and all(f"{op} ({n})" in plan for n, op in nodes.items()), (nodes, plan)
+            # progress: a row per (node, worker) of the statuses; the scans read what their files hold
+            progress = c.execute("SELECT plan_node_id, worker_id, rows_processed, rows_expected, started_at, "
+                                 "rate_rows_per_second, estimated_remaining "
+                                 f"FROM mz_internal.mz_compute_hydration_progress WHERE object_id = '{oid}'").fetchall()
+            assert {(r[0], r[1]) for r in progress} == {(n, w) for n, w, _ in final}
+            scans = [r for r in progress if nodes[r[0]].startswith("Scan")]
+            assert {sum(r[2] for r in scans if r[0] == n) for n in {r[0] for r in scans}} == {200, 100000}
+            for _, _, done, expected, started, rate, remaining in scans:
+                assert done == expected and started is not None and rate > 0 and remaining.total_seconds() == 0
             # the object-level status agrees
             assert c.execute(f"SELECT hydrated FROM mz_internal.mz_compute_hydration_statuses "
                              f"WHERE object_id = '{oid}'").fetchall() == [(True,)]
@@ -151,3 +182,4 @@ def test_plan_nodes_hydrate_one_after_another(server: WeirServer) -> None:
         finally:
             c.execute("DROP TABLE hyd_big CASCADE")
             c.execute("DROP TABLE hyd_dim CASCADE")
+            c.execute("DROP CLUSTER hydp CASCADE")

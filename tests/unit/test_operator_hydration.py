@@ -1,25 +1,36 @@
-"""Which Spark stage runs each plan node, and its per-worker hydration, from hand-made
-listener records (weir.compute.replica.hydration; no Spark)."""
+"""Which Spark stage runs each plan node, its per-worker hydration and progress, from
+hand-made listener records (weir.compute.replica.hydration_progress; no Spark), and plan
+node ids pinned from EXPLAIN and found again in a job's plan (plan_ids)."""
 
 from __future__ import annotations
 
-from weir.compute.replica.hydration import node_stages, statuses
+from weir.compute.replica.hydration_progress import Progress, node_stages, progress
+from weir.compute.replica.plan_ids import align, parse_formatted
 from weir.compute.replica.spark_listener import ExecutionRecord, TaskRecord
 from weir.compute.replica.spark_plan import PlanNode
 
+ROWS_1, ROWS_3, SHUFFLE_4 = 101, 103, 104  # accumulators: Range's, HashAggregate's rows, Exchange's records
 
-def _task(stage: int, partition: int, failed: bool = False) -> TaskRecord:
-    return TaskRecord(stage, 0, partition, 1, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, failed=failed)
+
+def _task(stage: int, partition: int, failed: bool = False, updates: dict[int, int] | None = None,
+          launch: int = 1, finish: int = 2, input_bytes: int = 0) -> TaskRecord:
+    return TaskRecord(stage, 0, partition, launch, finish, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, input_bytes, 0, 0,
+                      failed=failed, metric_updates=updates or {})
+
+
+def statuses(rec: ExecutionRecord, hydrated: bool = False) -> dict[tuple[int, int], bool]:
+    return {k: p.hydrated for k, p in progress(rec, None, None, {}, hydrated, {}).items()}
 
 
 def _record() -> ExecutionRecord:
     # HashAggregate(5) <- Exchange(4) <- HashAggregate(3) <- Project(2) <- Range(1); a root
     # without codegen (6, CollectLimit) on top
-    nodes = [PlanNode(1, "Range", "Range (0, 10)", 2, codegen_stage=1),
+    nodes = [PlanNode(1, "Range", "Range (0, 10)", 2, {"number of output rows": (ROWS_1, "sum")}, codegen_stage=1),
              PlanNode(2, "Project", "Project", 3, codegen_stage=1),
-             PlanNode(3, "HashAggregate", "HashAggregate", 4, codegen_stage=1),
+             PlanNode(3, "HashAggregate", "HashAggregate", 4, {"number of output rows": (ROWS_3, "sum")},
+                      codegen_stage=1),
              PlanNode(4, "Exchange", "Exchange hashpartitioning(k#1L, 2), ENSURE_REQUIREMENTS, [plan_id=19]", 5,
-                      exchange="hashpartitioning"),
+                      {"shuffle records written": (SHUFFLE_4, "sum")}, exchange="hashpartitioning"),
              PlanNode(5, "HashAggregate", "HashAggregate", 6, codegen_stage=2),
              PlanNode(6, "CollectLimit", "CollectLimit 5", None)]
     rec = ExecutionRecord(7, "dataflow u5", nodes, "", 0)
@@ -51,3 +62,55 @@ def test_a_node_whose_stage_is_not_known_yet_is_one_worker_not_hydrated() -> Non
     rec = _record()
     rec.stage_scopes, rec.stage_tasks = {}, {}
     assert statuses(rec) == {(n, 0): False for n in range(1, 7)}
+
+
+def test_rows_come_from_finished_tasks_and_running_tasks_heartbeats() -> None:
+    rec = _record()
+    rec.tasks = [_task(10, 0, updates={ROWS_1: 40, ROWS_3: 4, SHUFFLE_4: 4}, launch=1000, finish=3000,
+                       input_bytes=77)]
+    rec.running_tasks = {9: (10, 1, 2000)}
+    rec.live = {9: {ROWS_1: 15}}
+    layout = {ROWS_1: [40, 30, 20]}  # the scan's exact rows per partition
+    p = progress(rec, None, None, layout, False, {(3, 1): 5})
+    assert p[(1, 0)] == Progress(True, 40, 40, 0, 1000, 3000)
+    assert p[(1, 1)] == Progress(False, 15, 30, 0, 2000, None)  # live, inside the running task
+    assert p[(1, 2)] == Progress(False, 0, 20, 0, None, None)
+    # Project passes its input's rows and expectation on; HashAggregate has its own rows and
+    # expects what it produced last time; the exchange writes what its input produced
+    assert p[(2, 1)].rows == 15 and p[(2, 1)].expected == 30
+    assert (p[(3, 0)].rows, p[(3, 0)].expected, p[(3, 1)].expected) == (4, None, 5)
+    assert p[(4, 0)].rows == 4
+    # the layout does not fit the stage's partitions: nothing is expected rather than a guess
+    assert progress(rec, None, None, {ROWS_1: [90]}, False, {})[(1, 0)].expected is None
+
+
+FORMATTED = """== Physical Plan ==
+* HashAggregate (5)
++- Exchange (4)
+   +- * HashAggregate (3)
+      +- * Project (2)
+         +- * Range (1)
+
+
+(1) Range
+Output [1]: [id#0L]
+"""
+
+
+def test_pinned_plan_nodes_are_found_in_a_larger_job_by_shape() -> None:
+    pinned = parse_formatted(FORMATTED)
+    assert pinned == [(1, "Range", 2), (2, "Project", 3), (3, "HashAggregate", 4), (4, "Exchange", 5),
+                      (5, "HashAggregate", None)]
+    rec = _record()  # the same plan under a CollectLimit (6): weir's own work around it
+    shifted = [PlanNode(n.node_id + 10, n.name, n.description, None if n.parent_id is None else n.parent_id + 10,
+                        n.metrics, n.codegen_stage, n.exchange) for n in rec.nodes]
+    shifted.append(PlanNode(1, "Range", "another branch", 17))
+    assert align(pinned, shifted) == {11: 1, 12: 2, 13: 3, 14: 4, 15: 5}
+    assert align(pinned, []) == {} and align([], shifted) == {}
+    # statuses and progress are reported under the pinned ids, the rest of the job not at all
+    rec.nodes = shifted
+    rec.tasks = [_task(10, w) for w in range(3)]
+    p = progress(rec, pinned, align(pinned, shifted), {}, False, {})
+    assert {n for n, _ in p} == {1, 2, 3, 4, 5} and p[(1, 2)].hydrated and not p[(5, 0)].hydrated
+    # a pinned node the job does not have still has a row
+    assert progress(None, pinned, None, {}, True, {})[(3, 0)] == Progress(True)

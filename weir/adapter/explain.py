@@ -110,8 +110,8 @@ async def explain(session: Session, stmt: st.Explain) -> api.Rows:
         if text is not None:
             return await _one(_LABELS[stmt.stage], text)
     node_ids = "node_ids" in stmt.options or "node identifiers" in stmt.options
-    if node_ids and stmt.stage == "physical" and stmt.object_kind == "materialized view":
-        text = await _dataflow_plan(session, stmt)
+    if node_ids and stmt.stage == "physical" and stmt.object_kind in ("materialized view", "index"):
+        text = _pinned_plan(session, stmt)
         if text is not None:
             return await _one(_LABELS[stmt.stage], text)
     q = _query_of(session, stmt)
@@ -144,20 +144,21 @@ async def explain(session: Session, stmt: st.Explain) -> api.Rows:
     return await _one(_LABELS[stmt.stage], section)
 
 
-async def _dataflow_plan(session: Session, stmt: st.Explain) -> str | None:
-    """The plan a materialized view's dataflow runs, as a replica of its cluster recorded
-    it (its latest Spark job's physical plan, by plan node id); None before any has."""
-    from weir.adapter import introspection
-
+def _pinned_plan(session: Session, stmt: st.Explain) -> str | None:
+    """The plan a materialized view's or an index's dataflow runs, with the plan node ids
+    pinned when it was created (weir.compute.replica.plan_ids): the ids its hydration
+    statuses and operator introspection use. None before a replica has explained it."""
     coord = session.coord
     item = coord.catalog.get_item(coord.resolver(session).lookup(stmt.object_name or []).id)
-    if item.kind != "materialized-view" or item.cluster_id is None:
+    nodes = coord.compute.plan_nodes(item.id) or item.definition.get("plan_nodes")
+    if not nodes:
         return None
-    for replica in coord.catalog.list_replicas(item.cluster_id):
-        ops = await introspection.dataflow_operators(coord, replica.id, item.id)
-        if ops:
-            return plan_tree(ops)
-    return None
+    ops = [(int(i), str(name), None if parent is None else int(parent)) for i, name, parent in nodes]
+    if item.kind == "index":  # the arrangement, over the view's plan
+        keys = ", ".join(item.definition.get("keys") or [])
+        ops = [(i, name, 0 if parent is None else parent) for i, name, parent in ops]
+        ops.append((0, f"ArrangeBy keys=[({keys})]", None))
+    return f"{item.full_name}:\n" + plan_tree(ops)
 
 
 def plan_tree(ops: list[tuple[int, str, int | None]]) -> str:
@@ -169,7 +170,7 @@ def plan_tree(ops: list[tuple[int, str, int | None]]) -> str:
     lines: list[str] = []
 
     def walk(parent: int | None, depth: int) -> None:
-        for i, name in sorted(children.get(parent, []), reverse=True):
+        for i, name in sorted(children.get(parent, [])):  # as Spark lists them: first child first
             lines.append(f"{'  ' * depth}{name.strip()} ({i})")
             walk(i, depth + 1)
 

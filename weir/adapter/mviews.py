@@ -188,11 +188,21 @@ async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any
                                             output_shard_id, as_of, strategy, index=index,
                                             errors_shard_id=errors_shard_id,
                                             thresholds_sql=d.get("thresholds_sql"), since=since,
-                                            name=item.full_name)
+                                            name=item.full_name, plan_nodes=d.get("plan_nodes"))
     except BaseException:
         coord.dataflow_holds.pop(item.id, None)
         hold.release()
         raise
+    pin_plan(coord, item)
+
+
+def pin_plan(coord: Coordinator, item: Item) -> None:
+    """Keep the plan its first replica explained in the catalog: every later install (a
+    server restart) carries it, so its plan node ids stay what they were (design 002)."""
+    nodes = coord.compute.plan_nodes(item.id)
+    if nodes and not item.definition.get("plan_nodes"):
+        current = coord.catalog.get_item(item.id)
+        coord.catalog.set_definitions({item.id: {**current.definition, "plan_nodes": nodes}}, reload=False)
 
 
 def input_sinces(coord: Coordinator, item: Item) -> list[int]:

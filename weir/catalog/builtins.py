@@ -414,6 +414,16 @@ BUILTINS: tuple[BuiltinTable, ...] = (
     BuiltinTable(MZ_INTERNAL, "mz_compute_operator_hydration_statuses_per_worker", "s239", 16539, _t(
         ("object_id", TEXT), ("plan_node_id", INT8), ("replica_id", TEXT), ("worker_id", INT8),
         ("hydrated", BOOL)), _runtime, runtime=True),
+    # how far each plan node is, per worker (issue 13 part 5; weir.compute.replica.hydration_progress
+    # says what each column measures); the pinned plan nodes of every installed dataflow
+    BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_progress", "s240", 16540, _t(
+        ("object_id", TEXT), ("replica_id", TEXT), ("plan_node_id", INT8), ("worker_id", INT8),
+        ("rows_processed", INT8), ("rows_expected", INT8), ("bytes_processed", INT8),
+        ("started_at", TIMESTAMPTZ), ("rate_rows_per_second", FLOAT8), ("estimated_remaining", INTERVAL)),
+        _runtime, frozenset({"rows_expected", "started_at", "estimated_remaining"}), runtime=True),
+    BuiltinTable(MZ_INTERNAL, "mz_compute_plan_nodes", "s241", 16541, _t(
+        ("object_id", TEXT), ("plan_node_id", INT8), ("parent_plan_node_id", INT8), ("operator", TEXT)),
+        _runtime, frozenset({"parent_plan_node_id"}), runtime=True),
     BuiltinTable(MZ_INTERNAL, "mz_hydration_statuses", "s238", 16538, _t(
         ("object_id", TEXT), ("replica_id", TEXT), ("hydrated", BOOL)), _runtime,
         frozenset({"replica_id"}), runtime=True),

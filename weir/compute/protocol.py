@@ -78,6 +78,9 @@ Commands (controller -> replica)
   it is asked for from its first step.
   ``name`` (optional): the maintained object's name; the replica's introspection
   names the dataflow after it (``Dataflow: materialize.public.mv``).
+  ``plan_nodes`` (optional): ``[[plan_node_id, operator, parent_id], ...]``, the
+  plan pinned when the dataflow was first created (weir.compute.replica.plan_ids);
+  without it the replica explains the query and pins it itself.
   ``output.errors_shard_id`` (optional): the view's errors shard
   (weir.storage.error_shards). With it, a *data* error of the query (SQLSTATE
   class 22 or P0, weir.errors.is_data_error) is not retried: the dataflow
@@ -132,11 +135,14 @@ Responses (replica -> controller)
   ``records`` (distinct rows).
 - ``Error{sqlstate, message, detail?, in_reply_to?}``: a command the replica
   could not understand or refuses.
-- ``DataflowCreated{dataflow_id, strategy, columns}``: the strategy it runs
-  with and the query's column names.
-- ``HydrationStatus{dataflow_id, updates: [[plan_node_id, worker_id, hydrated], ...],
-  reset?}``: per plan node and worker, what changed in the dataflow's hydration on this
-  replica (weir.compute.replica.hydration); ``reset``: forget what was sent before.
+- ``DataflowCreated{dataflow_id, strategy, columns, plan_nodes}``: the strategy it
+  runs with, the query's column names and its pinned plan (as in CreateDataflow;
+  null if Spark could not explain it).
+- ``HydrationStatus{dataflow_id, updates: [[plan_node_id, worker_id, hydrated, rows,
+  rows_expected, bytes, started_ms, finished_ms], ...], reset?}``: per plan node and
+  worker, what changed in the dataflow's hydration on this replica and how far it is
+  (weir.compute.replica.hydration_progress: ``rows_expected`` null where unknown, times
+  in unix ms or null); ``reset``: forget what was sent before.
 - ``Frontiers{dataflow_id, write_frontier, hydrated, error_count?}``: the output
   shard's upper as this replica last saw it, sent whenever it advances (by this
   replica's append or another's). ``error_count``: how many runtime errors the

@@ -412,7 +412,8 @@ class ComputeController:
                               inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
                               strategy: str = "recompute", index: Mapping[str, Any] | None = None,
                               errors_shard_id: str | None = None, thresholds_sql: str | None = None,
-                              since: int | None = None, name: str | None = None) -> str:
+                              since: int | None = None, name: str | None = None,
+                              plan_nodes: Sequence[Sequence[Any]] | None = None) -> str:
         """Install a materialized-view dataflow on every replica of the cluster, now and
         whenever one (re)connects. Returns once a replica accepted it, with the strategy it
         runs ("linear" falls back to "recompute" for non-linear queries); raises WeirError
@@ -421,9 +422,17 @@ class ComputeController:
         `errors_shard_id` has its query's data errors recorded there instead of retried; one
         with a temporal filter passes the query of its rows' flip times (`thresholds_sql`).
         `since`: a first AllowCompaction that travels with it (an index keeps history from
-        there from its first step). `name`: the object's name, for the replica's introspection."""
+        there from its first step). `name`: the object's name, for the replica's introspection.
+        `plan_nodes`: its plan, pinned when it was first created (`plan_nodes(dataflow_id)`
+        says it after that)."""
         return await self._dataflows.create(cluster_id, dataflow_id, sql, inputs, output_shard_id,
-                                            as_of, strategy, index, errors_shard_id, thresholds_sql, since, name)
+                                            as_of, strategy, index, errors_shard_id, thresholds_sql, since, name,
+                                            plan_nodes)
+
+    def plan_nodes(self, dataflow_id: str) -> list[list[Any]] | None:
+        """The dataflow's pinned plan [[plan node id, operator, parent id], ...], once known."""
+        df = self._dataflows.dataflows.get(dataflow_id)
+        return None if df is None else df.plan_nodes
 
     async def drop_dataflow(self, cluster_id: str, dataflow_id: str) -> None:
         """Uninstall it; returns once the connected replicas stopped it (or 30 s passed)."""

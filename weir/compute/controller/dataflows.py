@@ -52,6 +52,28 @@ class Hydration:
         return max(0, int((self.done - self.started) * 1e9))
 
 
+@dataclass(frozen=True)
+class OperatorProgress:
+    """One plan node on one worker of one replica (protocol HydrationStatus); times in
+    unix milliseconds, `expected` None where the replica knows no honest figure."""
+
+    hydrated: bool
+    rows: int = 0
+    expected: int | None = None
+    bytes: int = 0
+    started_ms: int | None = None
+    finished_ms: int | None = None
+
+    @classmethod
+    def from_wire(cls, update: Sequence[Any]) -> tuple[tuple[int, int], OperatorProgress]:
+        node, worker, hydrated, *rest = update
+        rows, expected, nbytes, started, finished = (list(rest) + [0, None, 0, None, None][len(rest):])[:5]
+        return (int(node), int(worker)), cls(bool(hydrated), int(rows or 0),
+                                             None if expected is None else int(expected), int(nbytes or 0),
+                                             None if started is None else int(started),
+                                             None if finished is None else int(finished))
+
+
 @dataclass
 class InstalledDataflow:
     cluster_id: str
@@ -71,8 +93,10 @@ class InstalledDataflow:
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # replica id -> last error
     error_counts: dict[str, int] = field(default_factory=dict)  # replica id -> errors it holds now
     hydration: dict[str, Hydration] = field(default_factory=dict)  # replica id -> its hydration
-    # replica id -> (plan node id, worker) -> hydrated, as its HydrationStatus responses say
-    operators: dict[str, dict[tuple[int, int], bool]] = field(default_factory=dict)
+    # replica id -> (plan node id, worker) -> its progress, as its HydrationStatus responses say
+    operators: dict[str, dict[tuple[int, int], OperatorProgress]] = field(default_factory=dict)
+    # the plan's nodes [[id, operator, parent id], ...], pinned when a replica first created it
+    plan_nodes: list[list[Any]] | None = None
     created: asyncio.Future[dict[str, Any]] | None = None
 
     def command(self) -> dict[str, Any]:
@@ -95,6 +119,8 @@ class InstalledDataflow:
             command["since"] = self.since
         if self.name is not None:
             command["name"] = self.name
+        if self.plan_nodes is not None:
+            command["plan_nodes"] = self.plan_nodes
         return command
 
 
@@ -188,11 +214,14 @@ class DataflowControl:
                 df.hydration[replica_id] = Hydration(time.time())  # rehydrating
         elif kind == P.HYDRATION_STATUS:
             ops = {} if body.get("reset") else df.operators.get(replica_id, {})
-            for node, worker, hydrated in body.get("updates") or ():
-                ops[(int(node), int(worker))] = bool(hydrated)
+            for update in body.get("updates") or ():
+                k, progress = OperatorProgress.from_wire(update)
+                ops[k] = progress
             df.operators[replica_id] = ops
         elif kind == P.DATAFLOW_CREATED:
             df.strategies[replica_id] = str(body.get("strategy"))
+            if df.plan_nodes is None and body.get("plan_nodes"):
+                df.plan_nodes = [list(n) for n in body["plan_nodes"]]
             if df.created is not None and not df.created.done():
                 df.created.set_result(body)
         else:
@@ -208,7 +237,8 @@ class DataflowControl:
                      inputs: Sequence[Mapping[str, Any]], output_shard_id: str, as_of: int,
                      strategy: str, index: Mapping[str, Any] | None = None,
                      errors_shard_id: str | None = None, thresholds_sql: str | None = None,
-                     since: int | None = None, name: str | None = None) -> str:
+                     since: int | None = None, name: str | None = None,
+                     plan_nodes: Sequence[Sequence[Any]] | None = None) -> str:
         if dataflow_id in self.dataflows:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
         conns = await self._ctl.ready_connections(cluster_id)
@@ -216,6 +246,7 @@ class DataflowControl:
                                output_shard_id, int(as_of), strategy,
                                dict(index) if index is not None else None, errors_shard_id,
                                thresholds_sql, since, name)
+        df.plan_nodes = [list(n) for n in plan_nodes] if plan_nodes else None
         df.created = asyncio.get_running_loop().create_future()
         self.dataflows[dataflow_id] = df
         command = df.command()

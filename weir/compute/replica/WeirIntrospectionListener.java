@@ -4,7 +4,8 @@
 // Spark's listener bus calls a listener for every event; a Python (py4j) listener costs
 // a JVM -> Python round trip per event, needed or not. This one keeps, as JSON from
 // Spark's own JsonProtocol, only the events weir reads (task ends, job starts, SQL
-// execution start/end, re-plans, driver metric updates), in a bounded queue that the
+// execution start/end, re-plans, driver metric updates, task starts and the heartbeats
+// carrying running tasks' metrics), in a bounded queue that the
 // replica's introspection thread drains once per interval with one call.
 // Janino compiles Java without generics' checks: raw types and casts on purpose.
 
@@ -15,8 +16,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.SparkConf;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.scheduler.SparkListenerExecutorMetricsUpdate;
 import org.apache.spark.scheduler.SparkListenerJobStart;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.scheduler.SparkListenerTaskStart;
 import org.apache.spark.util.JsonProtocol;
 import org.apache.spark.util.JsonProtocolOptions;
 
@@ -56,6 +59,18 @@ public class WeirIntrospectionListener extends SparkListener {
 
     public void onJobStart(SparkListenerJobStart event) {
         keep(event);
+    }
+
+    // which partition a running task works on (heartbeats name tasks by id only)
+    public void onTaskStart(SparkListenerTaskStart event) {
+        keep(event);
+    }
+
+    // a running task's SQL metrics so far, once per executor heartbeat: live progress
+    public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate event) {
+        if (!event.accumUpdates().isEmpty()) {
+            keep(event);
+        }
     }
 
     public void onOtherEvent(SparkListenerEvent event) {

@@ -48,11 +48,12 @@ import pyarrow as pa
 
 from weir.compute import protocol as P
 from weir.compute.replica import dataflow_io as io
-from weir.compute.replica import temporal
+from weir.compute.replica import plan_ids, temporal
 from weir.compute.replica.dataflow_errors import ErrorStream, data_error, state_of
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import translate
 from weir.compute.replica.linear import NotLinear, linear_rewrite
+from weir.compute.replica.plan_ids import PinnedNode
 from weir.compute.replica.temporal import Thresholds
 from weir.errors import SqlState, WeirError
 from weir.storage.persist import Fenced, Shard, ShardStore, UpperMismatch
@@ -88,6 +89,8 @@ class DataflowSpec:
     index: IndexExport | None = field(default=None, hash=False)
     errors_shard_id: str | None = None  # where runtime errors go (None: retried like any failure)
     thresholds_sql: str | None = None  # a temporal filter's flips (weir.compute.replica.temporal)
+    # the plan's nodes, pinned when the dataflow was first created (weir.compute.replica.plan_ids)
+    plan_nodes: tuple[PinnedNode, ...] | None = field(default=None, hash=False, compare=False)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> DataflowSpec:
@@ -103,7 +106,8 @@ class DataflowSpec:
                        "" if index is not None else str(output["shard_id"]), int(body["as_of"]),
                        str(body.get("strategy") or RECOMPUTE), dict(index) if index is not None else None,
                        str(output["errors_shard_id"]) if output.get("errors_shard_id") else None,
-                       str(body["thresholds_sql"]) if body.get("thresholds_sql") else None)
+                       str(body["thresholds_sql"]) if body.get("thresholds_sql") else None,
+                       tuple(pinned) if (pinned := plan_ids.from_wire(body.get("plan_nodes"))) else None)
         except (KeyError, TypeError, ValueError) as e:
             raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed CreateDataflow: {e!r}") from None
         if spec.strategy not in STRATEGIES:
@@ -129,6 +133,8 @@ class Host(Protocol):
 
     def input_upper(self, shard_id: str) -> int: ...
 
+    def tracking_hydration(self) -> bool: ...
+
 
 @dataclass
 class _Input:
@@ -150,6 +156,11 @@ class Dataflow:
         self.upper: int | None = None  # the output's upper as this replica knows it
         self.since: int | None = None  # from AllowCompaction (an index keeps history from it)
         self.columns: list[str] = []
+        self.plan_nodes: list[PinnedNode] | None = list(spec.plan_nodes) if spec.plan_nodes else None
+        # the QueryExecution of this incarnation's hydration job (the hydration tracker reads
+        # its scans' partitions), set while hydration status is tracked
+        self.hydration_job: Any = None
+        self._hydrating = True  # until the first computation (the snapshot) is done
         self._linear_sql: str | None = None
         self._schema: Any = None
         self._out: Shard
@@ -203,7 +214,30 @@ class Dataflow:
         if spec.strategy == LINEAR and self._thresholds is None:  # a temporal filter recomputes
             self._linear_sql = self._linear()
         self.effective_strategy = LINEAR if self._linear_sql else RECOMPUTE
+        self._pin_plan(lambda session, t: temporal.query(session, spec.sql, t, self._thresholds is not None))
         self.prepared = True
+
+    def _pin_plan(self, query: Callable[[Any, int], Any]) -> None:
+        """The plan node ids of a dataflow created for the first time: its query's plan over
+        its inputs at its as_of, as Spark plans it (nothing runs)."""
+        if self.plan_nodes is not None:
+            return
+        try:
+            session = self.engine.new_session()
+            for inp in self._inputs:
+                plan = inp.planner.plan(self.spec.as_of + 1)
+                io.contents_view(session, plan.files, inp.columns, self.spec.as_of).createOrReplaceTempView(inp.name)
+            self.plan_nodes = plan_ids.explained(query(session, self.spec.as_of))
+        except Exception:  # noqa: BLE001 - without it statuses are per object only
+            log.warning("dataflow %s: could not explain its plan", self.spec.dataflow_id, exc_info=True)
+
+    def record_counts(self) -> dict[str, int]:
+        """Rows per data file of every shard it read last (scans' expected sizes)."""
+        out: dict[str, int] = {}
+        for planner in [*(i.planner for i in list(self._inputs)), getattr(self, "_out_plans", None)]:
+            if planner is not None:
+                out.update(planner.record_counts())
+        return out
 
     def _open_inputs(self, store: ShardStore) -> None:
         for i in self.spec.inputs:
@@ -450,7 +484,9 @@ class Dataflow:
             for t, r in zip(times, results, strict=True):
                 parts.append(io.difference(before, r, width).withColumn(io.TIME, F.lit(t).cast("bigint")))
                 before = r
-            data = reduce(lambda a, b: a.unionByName(b), parts).toArrow()
+            data = reduce(lambda a, b: a.unionByName(b), parts)
+            self._hydration_job(data)
+            data = data.toArrow()
         except BaseException:
             for r in results:
                 _release(r)
@@ -458,6 +494,13 @@ class Dataflow:
         for r in results[:-1]:
             _release(r)
         return io.output_updates(data, self._out.columns), results[-1]
+
+    def _hydration_job(self, df: Any) -> None:
+        """The first job of this incarnation hydrates it: let the tracker see its plan."""
+        if self._hydrating:
+            self._hydrating = False
+            if self.host.tracking_hydration():
+                self.hydration_job = df._jdf.queryExecution()
 
     def _bind(self, session: Any, plans: list[io.Plan], t: int) -> None:
         """The inputs' temp views as of `t`."""

@@ -10,6 +10,7 @@ on the dataflow's thread.
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ class _File:
     path: str
     lo: int | None  # mz_timestamp bounds from the file's statistics
     hi: int | None
+    records: int = 0  # rows in the file (its statistics): a scan's exact expected size
 
 
 def _bound(bounds: dict[int, bytes] | None, field_id: int) -> int | None:
@@ -85,7 +87,7 @@ class Planner:
                 for task in table.scan(snapshot_id=sid).plan_files():
                     df = task.file
                     self._files.append(_File(local_path(df.file_path), _bound(df.lower_bounds, tid),
-                                             _bound(df.upper_bounds, tid)))
+                                             _bound(df.upper_bounds, tid), int(df.record_count)))
             self._snapshot = sid
             live = {x.path for x in self._files}
             self._times = {k: v for k, v in self._times.items() if k in live}
@@ -108,8 +110,24 @@ class Planner:
             plan.times.update(t for t in times if lower <= t < upper)
         return plan
 
+    def record_counts(self) -> dict[str, int]:
+        """Rows per data file of the snapshot last planned (Iceberg's file statistics)."""
+        return {x.path: x.records for x in self._files}
+
 
 # ---- DataFrames over shard files -------------------------------------------------------
+
+
+_EMPTY_DIR: list[str] = []
+
+
+def _empty_dir() -> str:
+    """A directory without files: reading it is an empty scan that Spark plans like any
+    other (an empty DataFrame would let the optimizer fold the whole query away, and a
+    dataflow's plan, pinned when it is created, must not depend on its inputs being empty)."""
+    if not _EMPTY_DIR:
+        _EMPTY_DIR.append(tempfile.mkdtemp(prefix="weir-empty-input-"))
+    return _EMPTY_DIR[0]
 
 
 def _raw(session: Any, files: Sequence[str], columns: Sequence[Column]) -> Any:
@@ -118,9 +136,7 @@ def _raw(session: Any, files: Sequence[str], columns: Sequence[Column]) -> Any:
     ddl = ", ".join([f"{_quote(n)} {stored_ddl(t)}" for n, t, _ in columns]
                     + [f"{TIME_COL} BIGINT", f"{DIFF_COL} BIGINT"])
     schema = StructType.fromDDL(ddl)
-    if files:
-        return session.read.schema(schema).parquet(*files)
-    return session.createDataFrame([], schema)
+    return session.read.schema(schema).parquet(*(files or [_empty_dir()]))
 
 
 def _typed(columns: Sequence[Column]) -> list[str]:

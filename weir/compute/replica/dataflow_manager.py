@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from weir.compute import protocol as P
+from weir.compute.replica import plan_ids
 from weir.compute.replica.dataflow import Dataflow, DataflowSpec
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import translate
@@ -46,6 +47,7 @@ class DataflowManager:
         self._store_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dataflow-ctl")
         self._early_sinces: dict[str, int] = {}  # AllowCompaction ahead of its CreateDataflow
+        self.track_hydration = True  # enable_compute_operator_hydration_status_logging
 
     # -- Host (thread-safe) ----------------------------------------------------------------
 
@@ -72,6 +74,9 @@ class DataflowManager:
     def input_upper(self, shard_id: str) -> int:
         with self._lock:
             return self._uppers.get(shard_id, 0)
+
+    def tracking_hydration(self) -> bool:
+        return self.track_hydration
 
     # -- commands (on the event loop) ------------------------------------------------------
 
@@ -173,7 +178,8 @@ class DataflowManager:
 
     def _created(self, df: Dataflow) -> None:
         self._send({"type": P.DATAFLOW_CREATED, "dataflow_id": df.spec.dataflow_id,
-                    "strategy": df.effective_strategy, "columns": df.columns})
+                    "strategy": df.effective_strategy, "columns": df.columns,
+                    "plan_nodes": plan_ids.to_wire(df.plan_nodes)})
         frontiers = df.frontiers_body()
         if frontiers is not None:
             self._send(frontiers)

@@ -1,25 +1,22 @@
-"""Per plan node and per worker hydration of the dataflows a replica runs (design 002).
+"""Per plan node and per worker hydration of the dataflows a replica runs (design 002),
+and how far along it is (issue 13 part 5): weir.compute.replica.hydration_progress says
+what is reported and how it is measured.
 
-A dataflow hydrates by running its first Spark job at its as_of (the snapshot); its
-operators are the nodes of that job's physical plan, by the ids EXPLAIN PHYSICAL PLAN
-WITH (node_ids) prints. A **worker** is a partition of the Spark stage that runs the node
-(the meaning introspection uses), and a node is hydrated on a worker once that stage's
-task for the partition has finished: it has produced all its output for the as_of there.
-Which stage runs a node comes from the RDD scopes Spark records per stage at job start: a
-whole-stage-codegen node runs where its `WholeStageCodegen (k)` does, an exchange where
-its shuffle is written (`[plan_id=n]`), any other node with its input (its first child),
-else with its consumer. Until its stage is known, a node reports worker 0, not hydrated.
-Once the dataflow's write frontier passes its as_of, every node is hydrated everywhere
-(stages Spark skipped included). An index's arrangement is node 0 (`ArrangeBy`).
+A dataflow hydrates by running its first Spark job of this incarnation (the snapshot at its
+as_of). Its plan nodes are the ones pinned when it was created (weir.compute.replica.
+plan_ids), found in that job's plan by shape; an index's arrangement is node 0
+(`ArrangeBy`). Once the dataflow's write frontier passes its as_of, every node is hydrated
+everywhere (stages Spark skipped included).
 
-The replica sends only changes, in HydrationStatus responses; a new controller
-connection gets everything again.
+A thread of its own polls the Spark listener every POLL_S while something hydrates and sends
+only changes, in HydrationStatus responses; a new controller connection gets everything
+again. The rows each node produced are kept per dataflow, as the expectation of its next
+hydration in this process (a rehydration after its inputs were compacted, ...).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -27,59 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from weir.compute import protocol as P
+from weir.compute.replica import scan_layout
+from weir.compute.replica.hydration_progress import Key, Progress, progress
+from weir.compute.replica.plan_ids import align
 from weir.compute.replica.spark_listener import ExecutionRecord, SparkListenerHandle
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.5
-_CODEGEN = re.compile(r"^WholeStageCodegen \((\d+)\)$")
-_PLAN_ID = re.compile(r"\[plan_id=(\d+)\]")
-Statuses = dict[tuple[int, int], bool]  # (plan node id, worker) -> hydrated
-
-
-def node_stages(rec: ExecutionRecord) -> dict[int, int | None]:
-    """plan node id -> the Spark stage that runs it (None: not known yet)."""
-    codegen: dict[int, int] = {}
-    exchange: dict[str, int] = {}
-    for sid in sorted(rec.stage_scopes):
-        for scope_id, scope_name, rdd in rec.stage_scopes[sid]:
-            m = _CODEGEN.match(scope_name)
-            if m:
-                codegen.setdefault(int(m.group(1)), sid)
-            elif scope_name == "Exchange" and rdd != "ShuffledRowRDD":
-                exchange.setdefault(scope_id, sid)  # the stage writing the shuffle
-    children: dict[int, list[int]] = {}
-    for n in rec.nodes:
-        if n.parent_id is not None:
-            children.setdefault(n.parent_id, []).append(n.node_id)
-    out: dict[int, int | None] = {}
-    for n in sorted(rec.nodes, key=lambda n: n.node_id):  # EXPLAIN's ids: children first
-        stage: int | None = None
-        if n.codegen_stage is not None:
-            stage = codegen.get(n.codegen_stage)
-        elif (m := _PLAN_ID.search(n.description)) and n.name.strip().endswith("Exchange"):
-            stage = exchange.get(f"spark_plan_{m.group(1)}")
-        if stage is None:
-            stage = next((out[c] for c in sorted(children.get(n.node_id, ())) if out.get(c) is not None), None)
-        out[n.node_id] = stage
-    for n in sorted(rec.nodes, key=lambda n: -n.node_id):  # parents first: a leaf with no stage
-        if out[n.node_id] is None and n.parent_id is not None:
-            out[n.node_id] = out.get(n.parent_id)
-    return out
-
-
-def statuses(rec: ExecutionRecord, hydrated: bool = False) -> Statuses:
-    """Each node's status per worker in this (hydration) execution."""
-    done = {(t.stage_id, t.partition) for t in rec.tasks if not t.failed}
-    out: Statuses = {}
-    for node_id, stage in node_stages(rec).items():
-        tasks = rec.stage_tasks.get(stage) if stage is not None else None
-        if not tasks:
-            out[(node_id, 0)] = hydrated
-            continue
-        for w in range(tasks):
-            out[(node_id, w)] = hydrated or (stage, w) in done
-    return out
+Statuses = dict[Key, Progress]
 
 
 @dataclass
@@ -88,6 +41,9 @@ class _Tracked:
     started_ms: int
     index: bool
     execution_id: int | None = None  # its hydration's Spark execution, once seen
+    alignment: dict[int, int] | None = None  # that execution's nodes -> plan node ids
+    scans: list[scan_layout.FileScan] | None = None  # its file scans, from the job's plan
+    layout: dict[int, list[int]] = field(default_factory=dict)  # scan rows metric -> rows per partition
     current: Statuses = field(default_factory=dict)
     done: bool = False
 
@@ -99,6 +55,7 @@ class OperatorHydration:
                  send: Callable[[dict[str, Any]], None]) -> None:
         self._listener, self._exports, self._send = listener, exports, send
         self._tracked: dict[str, _Tracked] = {}
+        self._previous: dict[str, dict[Key, int]] = {}  # dataflow -> rows per node and worker, last time
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -115,6 +72,7 @@ class OperatorHydration:
     def forget(self, export_id: str) -> None:
         with self._lock:
             self._tracked.pop(export_id, None)
+            self._previous.pop(export_id, None)
 
     def resend(self) -> None:
         """A new controller connection: everything it should know, again."""
@@ -122,7 +80,7 @@ class OperatorHydration:
             tracked = {e: dict(t.current) for e, t in self._tracked.items()}
         for export_id, current in tracked.items():
             self._send({"type": P.HYDRATION_STATUS, "dataflow_id": export_id, "reset": True,
-                        "updates": [[n, w, h] for (n, w), h in sorted(current.items())]})
+                        "updates": [p.wire(n, w) for (n, w), p in sorted(current.items())]})
 
     def set_enabled(self, on: bool) -> None:
         """Off: stop tracking and retract what was reported (new dataflows are not tracked)."""
@@ -142,6 +100,8 @@ class OperatorHydration:
             busy = False
             try:
                 busy = self.poll()
+                if not busy:
+                    self._listener.pull()  # keeps the JVM's queue short when nothing else reads it
             except Exception:  # noqa: BLE001 - statuses are best effort; the dataflows go on
                 log.exception("hydration status: poll failed")
             self._wake.wait(POLL_S if busy else 5.0)
@@ -160,19 +120,50 @@ class OperatorHydration:
             flow = exports.get(export_id)
             upper, as_of = getattr(flow, "upper", None), getattr(getattr(flow, "spec", None), "as_of", None)
             hydrated = upper is not None and as_of is not None and upper > as_of
+            pinned = getattr(flow, "plan_nodes", None)
             rec = self._hydration_of(t, records)
-            new: Statuses = statuses(rec, hydrated) if rec is not None else {}
+            if rec is not None:
+                if t.alignment is None and pinned:
+                    t.alignment = align(pinned, rec.nodes)
+                self._read_layout(t, flow, rec)
+            previous = self._previous.get(export_id, {})
+            new = progress(rec, pinned, t.alignment, t.layout, hydrated, previous)
             if t.index:
-                new[(0, 0)] = hydrated
-            changed = [[n, w, h] for (n, w), h in sorted(new.items()) if t.current.get((n, w)) != h]
+                new[(0, 0)] = Progress(hydrated)
+            changed = [p.wire(n, w) for (n, w), p in sorted(new.items()) if t.current.get((n, w)) != p]
             with self._lock:
                 if self._tracked.get(export_id) is not t:
                     continue  # dropped or turned off meanwhile
                 t.current = new
                 t.done = hydrated
+                if hydrated and rec is not None:
+                    self._previous[export_id] = {k: p.rows for k, p in new.items()}
+            if hydrated and flow is not None:
+                flow.hydration_job = None  # the JVM plan it kept alive is not needed any more
             if changed:
                 self._send({"type": P.HYDRATION_STATUS, "dataflow_id": export_id, "updates": changed})
         return True
+
+    @staticmethod
+    def _read_layout(t: _Tracked, flow: Any, rec: ExecutionRecord) -> None:
+        """The rows each file scan will produce per partition, once the job reading it has
+        started (its input RDD exists then; asking earlier would build it)."""
+        job = getattr(flow, "hydration_job", None)
+        if job is None:
+            return
+        try:
+            if t.scans is None:
+                t.scans = scan_layout.file_scans(job)
+            started = {scope for scopes in rec.stage_scopes.values() for scope, _, rdd in scopes
+                       if rdd == "FileScanRDD"}
+            for scan in t.scans:
+                if scan.rows_accumulator not in t.layout and scan.scope in started:
+                    rows = scan_layout.partition_rows(scan, flow.record_counts)
+                    if rows is not None:
+                        t.layout[scan.rows_accumulator] = rows
+        except Exception:  # noqa: BLE001 - expectations are best effort: NULL without them
+            log.debug("hydration status: reading the scans' layout failed", exc_info=True)
+            t.scans = []
 
     @staticmethod
     def _hydration_of(t: _Tracked, records: list[ExecutionRecord]) -> ExecutionRecord | None:

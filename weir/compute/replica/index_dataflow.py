@@ -56,6 +56,7 @@ class IndexDataflow(Dataflow):
                 raise WeirError(SqlState.DATATYPE_MISMATCH,
                                 f"the view has {len(self._schema.fields)} columns, the index {len(cols)}")
             schema = pa.schema([(str(c["name"]), parse_type(str(c["pg_type"])).arrow) for c in cols])
+            self._pin_plan(lambda session, t: session.sql(spec.sql))
         keys = [int(k) for k in spec.index.get("keys") or []]
         if any(not 0 <= k < len(schema) for k in keys):
             raise WeirError(SqlState.INVALID_COLUMN_REFERENCE, f"index key positions {keys} out of range")
@@ -186,7 +187,9 @@ class IndexDataflow(Dataflow):
         session = self.engine.new_session()
         for inp, p in zip(self._inputs, plans, strict=True):
             io.contents_view(session, p.files, inp.columns, t).createOrReplaceTempView(inp.name)
-        result = session.sql(self.spec.sql).toArrow()
+        df = session.sql(self.spec.sql)
+        self._hydration_job(df)
+        result = df.toArrow()
         schema = self.arrangement.schema
         result = result.rename_columns(schema.names)
         try:

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from weir.compute import introspection as ci
+from weir.compute.replica.plan_ids import align
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,10 @@ class _Operator:
     description: str
     parent_plan_node_id: int | None
     exchange: str | None
+    # the node's id in the dataflow's pinned plan (weir.compute.replica.plan_ids); None for
+    # weir's own work around the query (consolidating inputs, diffing); a peek has no
+    # pinned plan: its Spark numbering is its plan's
+    plan_id: int | None = None
     elapsed: Counter[int] = field(default_factory=Counter)  # worker -> ns
     rows: Counter[int] = field(default_factory=Counter)
     bytes: Counter[int] = field(default_factory=Counter)
@@ -131,6 +136,9 @@ class IntrospectionLogs:
 
     def _add_execution(self, df: _Dataflow, rec: Any) -> None:
         ops: dict[int, _Operator] = {}
+        flow = (self._exports() if self._exports is not None else {}).get(df.export_id or "")
+        pinned = getattr(flow, "plan_nodes", None)
+        alignment = align(pinned, rec.nodes) if pinned else None
         if rec.nodes:
             df.current = {(int(n.node_id), str(n.name).strip()) for n in rec.nodes} | {(0, "ArrangeBy")}
         for node in rec.nodes:
@@ -141,6 +149,7 @@ class IntrospectionLogs:
                                                  str(node.description)[:200], node.parent_id, node.exchange)
                 self._next_operator += 1
             op.parent_plan_node_id = node.parent_id
+            op.plan_id = int(node.node_id) if alignment is None else alignment.get(int(node.node_id))
             ops[int(node.node_id)] = op
         by_acc = {acc: (int(n.node_id), mname, mtype) for n in rec.nodes
                   for mname, (acc, mtype) in n.metrics.items()}
@@ -206,7 +215,7 @@ class IntrospectionLogs:
                     op = df.operators.get((0, "ArrangeBy"))
                     if op is None:
                         op = df.operators[(0, "ArrangeBy")] = _Operator(
-                            self._next_operator, df.id, 0, "ArrangeBy", "the index's arrangement", None, None)
+                            self._next_operator, df.id, 0, "ArrangeBy", "the index's arrangement", None, None, 0)
                         self._next_operator += 1
                     # size: the rows' memory; capacity: with the history kept for reads in the past
                     size = int(status.get("size_bytes", 0))
@@ -228,7 +237,7 @@ class IntrospectionLogs:
         by_node = {op.plan_node_id: op for op in live}
         for op in live:
             out["mz_dataflow_operators_per_worker"][
-                (op.id, 0, op.name, df.id, op.plan_node_id, op.description)] += 1
+                (op.id, 0, op.name, df.id, op.plan_id, op.description)] += 1
             parent = by_node.get(op.parent_plan_node_id) if op.parent_plan_node_id is not None else None
             if parent is not None:
                 out["mz_dataflow_operator_parents_per_worker"][(op.id, parent.id, 0)] += 1

@@ -202,6 +202,7 @@ class Replica:
         given a shard, write it there with this incarnation as writer epoch. The same
         configuration again (a reconnecting controller) changes nothing."""
         self._hydration_on = bool((config or {}).get("hydration", True))
+        self.dataflows.track_hydration = self._hydration_on
         if self._operator_hydration is not None:
             self._operator_hydration.set_enabled(self._hydration_on)
         if config == self.logging:

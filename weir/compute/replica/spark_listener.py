@@ -23,7 +23,10 @@ Events used (Spark 4.3; SQL ones arrive through onOtherEvent):
 - SparkListenerJobStart: the job's stage ids and properties (spark.sql.execution.id,
   spark.job.description): how a task (which names only its stage) finds its execution;
 - SparkListenerTaskEnd: task info (partition, launch/finish time, accumulables with
-  the task's "Update" per accumulator) and task metrics.
+  the task's "Update" per accumulator) and task metrics;
+- SparkListenerTaskStart: which partition a task id works on, from when;
+- SparkListenerExecutorMetricsUpdate: each running task's SQL metric values so far,
+  once per executor heartbeat (1 s on replicas): hydration progress inside a task.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ log = logging.getLogger(__name__)
 MAX_ENDED = 256  # ended executions kept until drained
 MAX_TASKS = 100_000  # task records per execution; past this, totals only
 MAX_RUNNING = 1024  # executions whose end never came (an event dropped) are not kept forever
-MAX_QUEUED = 20_000  # events the JVM keeps between two pulls; past this it drops and counts them
+MAX_QUEUED = 5_000  # events the JVM keeps between two pulls (a few KB each); past this it drops and counts them
 JAVA_SOURCE = Path(__file__).with_name("WeirIntrospectionListener.java")
 _compiled: dict[int, Any] = {}  # id(py4j gateway) -> the compiled listener class
 
@@ -118,6 +121,10 @@ class ExecutionRecord:
     # "ShuffledRowRDD") or ("spark_plan_18", "WholeStageCodegen (1)", "MapPartitionsRDD")
     stage_tasks: dict[int, int] = field(default_factory=dict)
     stage_scopes: dict[int, list[tuple[str, str, str]]] = field(default_factory=dict)
+    # tasks started and not ended: task id -> (stage id, partition, launch ms), and the
+    # values of their SQL metrics so far (heartbeats): task id -> accumulator id -> value
+    running_tasks: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    live: dict[int, dict[int, int]] = field(default_factory=dict)
 
     def _node(self, node_id: int) -> PlanNode | None:
         return next((n for n in self.nodes if n.node_id == node_id), None)
@@ -179,6 +186,8 @@ class ExecutionRecord:
         c.metric_stages = {a: set(s) for a, s in self.metric_stages.items()}
         c.stage_tasks = dict(self.stage_tasks)
         c.stage_scopes = {sid: list(v) for sid, v in self.stage_scopes.items()}
+        c.running_tasks = dict(self.running_tasks)
+        c.live = {t: dict(v) for t, v in self.live.items()}
         return c
 
 
@@ -262,6 +271,7 @@ class SparkListenerHandle:
         self._recent: deque[ExecutionRecord] = deque(maxlen=max_ended)  # ended, drained or not
         self._tracked: dict[int, frozenset[int]] = {}  # execution id -> its accumulators
         self._stage_exec: dict[int, int] = {}  # stage id -> execution id
+        self._task_exec: dict[int, int] = {}  # running task id -> execution id
         self._sc: Any = None
         self._java: Any = None  # the JVM's WeirIntrospectionListener
 
@@ -361,6 +371,10 @@ class SparkListenerHandle:
         kind = event.get("Event")
         if kind == "SparkListenerTaskEnd":
             self._task_end(event)
+        elif kind == "SparkListenerExecutorMetricsUpdate":
+            self._heartbeat(event)
+        elif kind == "SparkListenerTaskStart":
+            self._task_start(event)
         elif kind == "SparkListenerJobStart":
             self._job_start(event)
         elif kind == _START:
@@ -410,6 +424,10 @@ class SparkListenerHandle:
                 return
             rec.ended_ms = int(e.get("time", 0))
             rec.error = str(e.get("errorMessage") or "") or None
+            for task_id in rec.running_tasks:  # killed with their execution
+                self._task_exec.pop(task_id, None)
+            rec.running_tasks.clear()
+            rec.live.clear()
             self._ended[eid] = rec
             self._recent.append(rec)
             while len(self._ended) > self.max_ended:
@@ -449,11 +467,42 @@ class SparkListenerHandle:
                 rec.stage_tasks[sid] = int(info.get("Number of Tasks", 0))
                 rec.stage_scopes[sid] = [_scope(rdd) for rdd in info.get("RDD Info") or ()]
 
+    def _task_start(self, e: Mapping[str, Any]) -> None:
+        info = e.get("Task Info") or {}
+        sid, task_id = _int(e.get("Stage ID")), _int(info.get("Task ID"))
+        partition = _int(info.get("Partition ID"))
+        if partition is None or partition < 0:
+            partition = _int(info.get("Index"))
+        with self._lock:
+            eid = self._stage_exec.get(sid)  # type: ignore[arg-type]
+            rec = self._running.get(eid) if eid is not None else None
+            if rec is None or task_id is None or sid is None or partition is None:
+                return
+            rec.running_tasks[task_id] = (sid, partition, int(info.get("Launch Time", 0)))
+            self._task_exec[task_id] = eid  # type: ignore[assignment]
+
+    def _heartbeat(self, e: Mapping[str, Any]) -> None:
+        with self._lock:
+            for m in e.get("Metrics Updated") or ():
+                task_id = _int(m.get("Task ID"))
+                eid = self._task_exec.get(task_id)  # type: ignore[arg-type]
+                rec = self._running.get(eid) if eid is not None else None
+                tracked = self._tracked.get(eid) if eid is not None else None
+                if rec is None or tracked is None or task_id not in rec.running_tasks:
+                    continue
+                live = rec.live.setdefault(task_id, {})  # type: ignore[arg-type]
+                for acc in m.get("Accumulator Updates") or ():
+                    acc_id, v = _int(acc.get("ID")), _int(acc.get("Update"))
+                    if acc_id in tracked and v is not None:
+                        live[acc_id] = v  # type: ignore[index]
+
     def _task_end(self, e: Mapping[str, Any]) -> None:
         sid = _int(e.get("Stage ID"))
+        task_id = _int((e.get("Task Info") or {}).get("Task ID"))
         with self._lock:
             eid = self._stage_exec.get(sid)  # type: ignore[arg-type]
             tracked = self._tracked.get(eid) if eid is not None else None
+            self._task_exec.pop(task_id, None)  # type: ignore[arg-type]
         if eid is None or tracked is None:
             return
         task = task_record(e, tracked)
@@ -461,6 +510,8 @@ class SparkListenerHandle:
             rec = self._running.get(eid) or self._ended.get(eid)
             if rec is None:
                 return
+            rec.running_tasks.pop(task_id, None)  # type: ignore[arg-type]
+            rec.live.pop(task_id, None)  # type: ignore[arg-type]
             rec.task_count += 1
             for name in _TASK_SUMS:
                 rec.task_totals[name] = rec.task_totals.get(name, 0) + getattr(task, name)
@@ -479,6 +530,8 @@ class SparkListenerHandle:
     def _forget(self, rec: ExecutionRecord) -> None:
         """Drop the lookups of an execution leaving the store (lock held)."""
         self._tracked.pop(rec.execution_id, None)
+        for task_id in rec.running_tasks:
+            self._task_exec.pop(task_id, None)
         for sid in rec.stage_ids:
             if self._stage_exec.get(sid) == rec.execution_id:
                 del self._stage_exec[sid]
