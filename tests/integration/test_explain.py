@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import psycopg
+import pytest
+
 from tests.integration.server import WeirServer
 
 
@@ -27,6 +30,12 @@ def test_explain_plans_and_timestamp(server: WeirServer) -> None:
         (ts,) = c.execute("EXPLAIN TIMESTAMP FOR SELECT * FROM ex_t").fetchone()
         assert "query timestamp:" in ts and "materialize.public.ex_t" in ts
         assert "read frontier:" in ts and "write frontier:" in ts
+        # an option weir has no meaning for is refused, naming the valid ones
+        with pytest.raises(psycopg.errors.InvalidParameterValue) as e:
+            c.execute("EXPLAIN PHYSICAL PLAN WITH (node_ids, bogus) FOR SELECT * FROM ex_t")
+        assert 'unrecognized EXPLAIN option "bogus"' in str(e.value)
+        assert e.value.diag.message_hint is not None and "node_ids" in e.value.diag.message_hint
+        c.execute("SELECT 1")  # the session carries on
 
 
 def test_frontiers_relation(server: WeirServer) -> None:

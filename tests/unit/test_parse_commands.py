@@ -62,3 +62,14 @@ def test_bad_forms_are_syntax_errors(sql: str) -> None:
     with pytest.raises(WeirError) as e:
         parse_statement(sql)
     assert e.value.sqlstate == "42601"
+
+
+def test_explain_refuses_unknown_options_naming_the_valid_ones() -> None:
+    from weir.errors import SqlState
+
+    stmt = parse_statement("EXPLAIN PHYSICAL PLAN WITH (NODE  IDENTIFIERS) FOR SELECT 1")
+    assert stmt.options == ["node identifiers"]  # type: ignore[attr-defined]
+    with pytest.raises(WeirError) as e:
+        parse_statement("EXPLAIN PHYSICAL PLAN WITH (node_ids, arity) FOR SELECT 1")
+    assert e.value.sqlstate == SqlState.INVALID_PARAMETER_VALUE and "arity" in e.value.message
+    assert e.value.hint is not None and "node_ids" in e.value.hint

@@ -47,6 +47,11 @@ _EXPLAIN = re.compile(
     r"(?:\s+WITH\s*\((?P<opts>[^)]*)\))?(?:\s+AS\s+\w+)?\s+FOR\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
 
 
+# node_ids: plan node ids on every line (design 002; `node identifiers` is Materialize's
+# spelling); spark: a RAW PLAN as Spark analysed it rather than the query as written
+EXPLAIN_OPTIONS = frozenset({"node_ids", "node identifiers", "spark"})
+
+
 def parse_explain(text: str) -> st.Statement:
     m = _EXPLAIN.match(text.strip().rstrip(";"))
     if m is None:
@@ -59,7 +64,11 @@ def parse_explain(text: str) -> st.Statement:
     stage = "timestamp" if m.group("ts") else (m.group("stage") or "optimized").lower()
     if stage == "decorrelated":
         stage = "raw"
-    opts = [o.strip().lower() for o in (m.group("opts") or "").split(",") if o.strip()]
+    opts = [" ".join(o.lower().split()) for o in (m.group("opts") or "").split(",") if o.strip()]
+    for o in opts:
+        if o not in EXPLAIN_OPTIONS:
+            raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'unrecognized EXPLAIN option "{o}"',
+                            hint="Valid options: " + ", ".join(sorted(EXPLAIN_OPTIONS)) + ".")
     body = m.group("body").strip()
     om = re.match(r"^(MATERIALIZED\s+VIEW|INDEX)\s+(\S+)$", body, re.I)
     if om:
