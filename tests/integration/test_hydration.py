@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+import pytest
 
 from tests.integration.server import WeirServer
 
@@ -183,3 +184,34 @@ def test_plan_nodes_hydrate_one_after_another(server: WeirServer) -> None:
             c.execute("DROP TABLE hyd_big CASCADE")
             c.execute("DROP TABLE hyd_dim CASCADE")
             c.execute("DROP CLUSTER hydp CASCADE")
+
+
+def test_statuses_of_objects_a_role_may_not_read_are_hidden(server: WeirServer) -> None:
+    """A role sees the hydration rows of the objects it may SELECT from (an index: through
+    what it indexes), a superuser all of them; the raw relations are superuser-only."""
+    with server.connect() as c:
+        c.execute("CREATE TABLE hv_t (a int)")
+        c.execute("INSERT INTO hv_t VALUES (1), (2)")
+        c.execute("CREATE MATERIALIZED VIEW hv_ok AS SELECT a FROM hv_t")
+        c.execute("CREATE MATERIALIZED VIEW hv_no AS SELECT count(*) AS n FROM hv_t")
+        c.execute("CREATE INDEX hv_ok_idx ON hv_ok (a)")
+        c.execute("CREATE ROLE hv_alice LOGIN")
+        c.execute("GRANT SELECT ON hv_ok TO hv_alice")
+        ids = dict(c.execute("SELECT name, id FROM mz_catalog.mz_objects WHERE name LIKE 'hv\\_%'").fetchall())
+        objects = "SELECT DISTINCT object_id FROM mz_internal.{} ORDER BY 1"
+        every = sorted([ids["hv_ok"], ids["hv_no"], ids["hv_ok_idx"]])
+        _wait(c, objects.format("mz_compute_hydration_statuses"), lambda rows: sorted(r[0] for r in rows) == every)
+        try:
+            with psycopg.connect(f"{server.dsn} user=hv_alice", autocommit=True) as alice:
+                mine = sorted([ids["hv_ok"], ids["hv_ok_idx"]])
+                for relation in ("mz_compute_hydration_statuses", "mz_compute_hydration_times", "mz_hydration_statuses",
+                                 "mz_compute_operator_hydration_statuses_per_worker",
+                                 "mz_compute_operator_hydration_statuses", "mz_compute_hydration_progress",
+                                 "mz_compute_plan_nodes"):
+                    seen = [r[0] for r in alice.execute(objects.format(relation)).fetchall()]
+                    assert seen and set(seen) <= set(mine) and ids["hv_no"] not in seen, (relation, seen)
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    alice.execute("SELECT * FROM mz_internal.mz_compute_hydration_progress_raw")
+        finally:
+            c.execute("DROP TABLE hv_t CASCADE")
+            c.execute("DROP ROLE hv_alice")

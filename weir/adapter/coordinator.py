@@ -72,6 +72,7 @@ class Coordinator(api.Coordinator):
         self.index_sinces: dict[str, int] = {}  # index id -> the since its replicas were allowed
         self.index_as_ofs: dict[str, int] = {}  # index id -> the time its dataflow hydrated at
         self.acl_cache: Any = None  # weir.adapter.privileges.Acl of the current catalog
+        self.visible_cache: dict[tuple[int, str], list[str]] = {}  # (generation, role) -> privileges.visible_objects
         self.lookup_cache: dict[Any, Any] = {}  # name -> relation, per catalog generation
         self._background: set[asyncio.Task[None]] = set()
         self.plan_cache: dict[Any, Any] = {}  # see weir.adapter.planning

@@ -27,12 +27,12 @@ from weir.catalog.builtins import by_name
 if TYPE_CHECKING:
     from weir.adapter.coordinator import Coordinator
 
-TIMES = by_name("mz_internal", "mz_compute_hydration_times")
-COMPUTE_STATUSES = by_name("mz_internal", "mz_compute_hydration_statuses")
-STATUSES = by_name("mz_internal", "mz_hydration_statuses")
-OPERATORS = by_name("mz_internal", "mz_compute_operator_hydration_statuses_per_worker")
-PROGRESS = by_name("mz_internal", "mz_compute_hydration_progress")
-PLAN_NODES = by_name("mz_internal", "mz_compute_plan_nodes")
+TIMES = by_name("mz_internal", "mz_compute_hydration_times_raw")
+COMPUTE_STATUSES = by_name("mz_internal", "mz_compute_hydration_statuses_raw")
+STATUSES = by_name("mz_internal", "mz_hydration_statuses_raw")
+OPERATORS = by_name("mz_internal", "mz_compute_operator_hydration_statuses_per_worker_raw")
+PROGRESS = by_name("mz_internal", "mz_compute_hydration_progress_raw")
+PLAN_NODES = by_name("mz_internal", "mz_compute_plan_nodes_raw")
 
 
 def _compute(coord: Coordinator) -> list[tuple[str, str, int | None]]:

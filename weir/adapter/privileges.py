@@ -142,6 +142,30 @@ def require_read(session: Session, item_ids: Iterable[str]) -> None:
         require(session, "item", item_id, "r")
 
 
+def visible_objects(session: Session) -> list[str] | None:
+    """The compute objects and sources whose statuses the session may see (hydration
+    relations, mz_visible_objects()): those it may SELECT from, an index when it may SELECT
+    from what it indexes; None for a superuser (all of them)."""
+    if session.role.superuser:
+        return None
+    a = acl(session)
+    key = (a.generation, session.role.id)
+    cached = session.coord.visible_cache.get(key)
+    if cached is None:
+        cat = session.coord.catalog
+        cached = []
+        for item in cat.snapshot().items:
+            if item.kind not in ("materialized-view", "index", "source"):
+                continue
+            target = item.definition.get("on_id", item.id) if item.kind == "index" else item.id
+            if a.allows(session.role.id, "item", target, "r"):
+                cached.append(item.id)
+        if len(session.coord.visible_cache) > 256:
+            session.coord.visible_cache.clear()
+        session.coord.visible_cache[key] = cached
+    return cached
+
+
 def applicable(kind: str) -> str:
     """The letters that mean something on this kind of object."""
     return OWNER_PRIVILEGES.get(kind, "")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from weir.adapter import api
+from weir.adapter import api, privileges
 from weir.catalog.model import Role
 from weir.catalog.vars import VARS, lookup_var, normalize_var
 from weir.errors import SqlState, WeirError
@@ -157,7 +157,8 @@ class Session(api.Session):
         return SessionContext(user=self.user, database=self.database, search_path=self.search_path,
                               connection_id=self.connection_id, timestamp=timestamp,
                               setting=self.get_var, statement_log_access=self.statement_log_access(),
-                              existing_schemas=self.existing_schemas)
+                              existing_schemas=self.existing_schemas,
+                              visible_objects=lambda: privileges.visible_objects(self))
 
     def existing_schemas(self) -> list[str]:
         """The search_path's schemas that exist, in order (what current_schemas lists)."""

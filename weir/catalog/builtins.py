@@ -404,29 +404,31 @@ BUILTINS: tuple[BuiltinTable, ...] = (
         ("skipped", INT8), ("failures", INT8), ("fenced", BOOL), ("error", TEXT)), _runtime,
         frozenset({"shard_id", "error"}), runtime=True),
     # hydration (design 002, weir.adapter.hydration): per compute object and replica, from the
-    # replicas' Frontiers responses; mz_hydration_statuses covers sources too (replica_id NULL)
-    BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_times", "s236", 16536, _t(
+    # replicas' Frontiers responses; mz_hydration_statuses covers sources too (replica_id NULL).
+    # Read through the views of the same names without _raw, which show a role only the
+    # objects it may SELECT from (mz_visible_objects())
+    BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_times_raw", "s236", 16536, _t(
         ("replica_id", TEXT), ("object_id", TEXT), ("time_ns", INT8)), _runtime,
-        frozenset({"time_ns"}), runtime=True),
-    BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_statuses", "s237", 16537, _t(
+        frozenset({"time_ns"}), runtime=True, restricted=True),
+    BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_statuses_raw", "s237", 16537, _t(
         ("object_id", TEXT), ("replica_id", TEXT), ("hydrated", BOOL), ("hydration_time", INTERVAL)), _runtime,
-        frozenset({"hydration_time"}), runtime=True),
-    BuiltinTable(MZ_INTERNAL, "mz_compute_operator_hydration_statuses_per_worker", "s239", 16539, _t(
+        frozenset({"hydration_time"}), runtime=True, restricted=True),
+    BuiltinTable(MZ_INTERNAL, "mz_compute_operator_hydration_statuses_per_worker_raw", "s239", 16539, _t(
         ("object_id", TEXT), ("plan_node_id", INT8), ("replica_id", TEXT), ("worker_id", INT8),
-        ("hydrated", BOOL)), _runtime, runtime=True),
+        ("hydrated", BOOL)), _runtime, runtime=True, restricted=True),
     # how far each plan node is, per worker (issue 13 part 5; weir.compute.replica.hydration_progress
     # says what each column measures); the pinned plan nodes of every installed dataflow
-    BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_progress", "s240", 16540, _t(
+    BuiltinTable(MZ_INTERNAL, "mz_compute_hydration_progress_raw", "s240", 16540, _t(
         ("object_id", TEXT), ("replica_id", TEXT), ("plan_node_id", INT8), ("worker_id", INT8),
         ("rows_processed", INT8), ("rows_expected", INT8), ("bytes_processed", INT8),
         ("started_at", TIMESTAMPTZ), ("rate_rows_per_second", FLOAT8), ("estimated_remaining", INTERVAL)),
-        _runtime, frozenset({"rows_expected", "started_at", "estimated_remaining"}), runtime=True),
-    BuiltinTable(MZ_INTERNAL, "mz_compute_plan_nodes", "s241", 16541, _t(
+        _runtime, frozenset({"rows_expected", "started_at", "estimated_remaining"}), runtime=True, restricted=True),
+    BuiltinTable(MZ_INTERNAL, "mz_compute_plan_nodes_raw", "s241", 16541, _t(
         ("object_id", TEXT), ("plan_node_id", INT8), ("parent_plan_node_id", INT8), ("operator", TEXT)),
-        _runtime, frozenset({"parent_plan_node_id"}), runtime=True),
-    BuiltinTable(MZ_INTERNAL, "mz_hydration_statuses", "s238", 16538, _t(
+        _runtime, frozenset({"parent_plan_node_id"}), runtime=True, restricted=True),
+    BuiltinTable(MZ_INTERNAL, "mz_hydration_statuses_raw", "s238", 16538, _t(
         ("object_id", TEXT), ("replica_id", TEXT), ("hydrated", BOOL)), _runtime,
-        frozenset({"replica_id"}), runtime=True),
+        frozenset({"replica_id"}), runtime=True, restricted=True),
     # the dataflows (Spark jobs) a sampled statement execution ran, by the name a replica's
     # introspection gives them: joins mz_statement_execution_history to mz_dataflows_persist
     BuiltinTable(MZ_INTERNAL, "mz_statement_dataflows", "s234", 16534, _t(
@@ -517,6 +519,13 @@ class BuiltinView:
         return out
 
 
+# A hydration relation's rows are about an object (object_id): a role sees those of the
+# objects it may SELECT from (an index: what it indexes), a superuser all of them.
+_VISIBLE = "(mz_visible_objects() IS NULL OR object_id = ANY(mz_visible_objects()))"
+_HYDRATION_COLUMNS = tuple((t.name[:-len("_raw")], t.columns) for t in BUILTINS if t.name in (
+    "mz_compute_hydration_times_raw", "mz_compute_hydration_statuses_raw",
+    "mz_compute_operator_hydration_statuses_per_worker_raw", "mz_hydration_statuses_raw",
+    "mz_compute_hydration_progress_raw", "mz_compute_plan_nodes_raw"))
 _SEES_ALL = "mz_statement_log_access() = 'all'"
 _SEES_ROW = "(mz_statement_log_access() <> 'own' OR s.\"user\" = current_user)"
 _SEES_TEXT = f"({_SEES_ALL} OR s.\"user\" = current_user)"
@@ -584,6 +593,9 @@ BUILTIN_VIEWS: tuple[BuiltinView, ...] = (
                 f"JOIN {_RAW.format('prepared_statement_history')} p ON e.prepared_statement_id = p.id "
                 f"JOIN {_RAW.format('session_history')} s ON p.session_id = s.id "
                 f"WHERE {_SEES_ROW} AND e.began_at > now() - INTERVAL '1 day'"),
+    *(BuiltinView(MZ_INTERNAL, name, f"s{322 + i}", 16622 + i, cols,
+                  f"SELECT * FROM mz_internal.{name}_raw WHERE {_VISIBLE}")
+      for i, (name, cols) in enumerate(_HYDRATION_COLUMNS)),
     BuiltinView(MZ_INTERNAL, "mz_compute_operator_hydration_statuses", "s321", 16621, (
         ("object_id", TEXT), ("plan_node_id", INT8), ("replica_id", TEXT), ("hydrated", BOOL)),
                 "SELECT object_id, plan_node_id, replica_id, bool_and(hydrated) AS hydrated "

@@ -40,6 +40,8 @@ class SessionContext:
     existing_schemas: Callable[[], list[str]] | None = None
     # mz_now() is the parameter of the time a dataflow computes (a temporal filter, weir.sql.temporal)
     mz_now_parameter: bool = False
+    # mz_visible_objects(): the ids of the objects whose statuses the session may see; None: all
+    visible_objects: Callable[[], list[str] | None] | None = None
 
     def schemas(self) -> list[str]:
         return self.search_path if self.existing_schemas is None else self.existing_schemas()
@@ -159,6 +161,8 @@ def session_function_type(node: exp.Expression) -> PgType | None:
         return T.TEXT_ARRAY
     if isinstance(node, exp.Anonymous):
         fname = node.name.lower()
+        if fname == "mz_visible_objects":
+            return T.TEXT_ARRAY
         if fname == "mz_now":
             return T.MZ_TIMESTAMP
         if fname == "now":
@@ -199,6 +203,8 @@ def _session_value(node: exp.Expression, ctx: SessionContext) -> exp.Expression:
         return literal(ctx.statement_time, T.TIMESTAMPTZ)
     if fname == "mz_statement_log_access":
         return exp.Literal.string(ctx.statement_log_access)
+    if fname == "mz_visible_objects":
+        return literal(ctx.visible_objects() if ctx.visible_objects is not None else None, T.TEXT_ARRAY)
     if fname == "pg_backend_pid":
         return literal(ctx.connection_id, T.INT4)
     if ctx.setting is not None:  # current_setting('name')
