@@ -32,6 +32,8 @@ public class WeirIntrospectionListener extends SparkListener {
     private final AtomicLong failed = new AtomicLong();
     private final int capacity;
     private final JsonProtocolOptions options;
+    // task starts and heartbeats are kept only while a dataflow hydrates (hydration progress)
+    private volatile boolean live = false;
 
     public WeirIntrospectionListener(int capacity) {
         this.capacity = capacity;
@@ -63,12 +65,14 @@ public class WeirIntrospectionListener extends SparkListener {
 
     // which partition a running task works on (heartbeats name tasks by id only)
     public void onTaskStart(SparkListenerTaskStart event) {
-        keep(event);
+        if (live) {
+            keep(event);
+        }
     }
 
     // a running task's SQL metrics so far, once per executor heartbeat: live progress
     public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate event) {
-        if (!event.accumUpdates().isEmpty()) {
+        if (live && !event.accumUpdates().isEmpty()) {
             keep(event);
         }
     }
@@ -81,6 +85,11 @@ public class WeirIntrospectionListener extends SparkListener {
                 || name.equals(SQL + "SparkListenerDriverAccumUpdates")) {
             keep(event);
         }
+    }
+
+    /** Keep task starts and heartbeats (something hydrates) or not. */
+    public void setLive(boolean on) {
+        live = on;
     }
 
     /** Every kept event since the last drain, one JSON document per line, in order. */

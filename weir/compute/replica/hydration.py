@@ -66,6 +66,7 @@ class OperatorHydration:
         """A dataflow was (re)created: it hydrates from here."""
         with self._lock:
             self._tracked[export_id] = _Tracked(f"dataflow {export_id}", int(time.time() * 1000) - 1000, index)
+        self._listener.set_live(True)
         self._send({"type": P.HYDRATION_STATUS, "dataflow_id": export_id, "reset": True, "updates": []})
         self._wake.set()
 
@@ -111,6 +112,7 @@ class OperatorHydration:
         """One round: send what changed. True while some dataflow is still hydrating."""
         with self._lock:
             hydrating = {e: t for e, t in self._tracked.items() if not t.done}
+        self._listener.set_live(bool(hydrating))
         if not hydrating:
             return False
         exports = self._exports()

@@ -27,6 +27,7 @@ Events used (Spark 4.3; SQL ones arrive through onOtherEvent):
 - SparkListenerTaskStart: which partition a task id works on, from when;
 - SparkListenerExecutorMetricsUpdate: each running task's SQL metric values so far,
   once per executor heartbeat (1 s on replicas): hydration progress inside a task.
+  These two only while something hydrates (`set_live`).
 """
 
 from __future__ import annotations
@@ -274,6 +275,7 @@ class SparkListenerHandle:
         self._task_exec: dict[int, int] = {}  # running task id -> execution id
         self._sc: Any = None
         self._java: Any = None  # the JVM's WeirIntrospectionListener
+        self._live = False  # it keeps task starts and heartbeats
 
     # -- registration ------------------------------------------------------------
 
@@ -336,6 +338,17 @@ class SparkListenerHandle:
         with self._lock:
             return [rec.snapshot() for rec in self._running.values()
                     if descriptions is None or rec.description in descriptions]
+
+    def set_live(self, on: bool) -> None:
+        """Keep running tasks' starts and heartbeats (live progress inside a task) or not:
+        only while something hydrates, they are not free."""
+        java = self._java
+        if java is not None and on != self._live:
+            try:
+                java.setLive(on)
+                self._live = on
+            except Exception:  # noqa: BLE001 - the JVM is gone
+                log.debug("switching live task events failed", exc_info=True)
 
     def jvm_dropped(self) -> int:
         """Events the JVM listener could not keep (its queue was full, or JSON failed)."""
