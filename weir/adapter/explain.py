@@ -150,6 +150,8 @@ def _pinned_plan(session: Session, stmt: st.Explain) -> str | None:
     statuses and operator introspection use. None before a replica has explained it."""
     coord = session.coord
     item = coord.catalog.get_item(coord.resolver(session).lookup(stmt.object_name or []).id)
+    if item.kind != ("index" if stmt.object_kind == "index" else "materialized-view"):
+        return None  # the query's path says what is wrong
     nodes = coord.compute.plan_nodes(item.id) or item.definition.get("plan_nodes")
     if not nodes:
         return None

@@ -201,7 +201,10 @@ def pin_plan(coord: Coordinator, item: Item) -> None:
     server restart) carries it, so its plan node ids stay what they were (design 002)."""
     nodes = coord.compute.plan_nodes(item.id)
     if nodes and not item.definition.get("plan_nodes"):
-        current = coord.catalog.get_item(item.id)
+        try:
+            current = coord.catalog.get_item(item.id)
+        except WeirError:
+            return  # dropped meanwhile
         coord.catalog.set_definitions({item.id: {**current.definition, "plan_nodes": nodes}}, reload=False)
 
 
