@@ -114,3 +114,16 @@ def test_pinned_plan_nodes_are_found_in_a_larger_job_by_shape() -> None:
     assert {n for n, _ in p} == {1, 2, 3, 4, 5} and p[(1, 2)].hydrated and not p[(5, 0)].hydrated
     # a pinned node the job does not have still has a row
     assert progress(None, pinned, None, {}, True, {})[(3, 0)] == Progress(True)
+
+
+def test_a_node_whose_job_has_not_started_is_not_hydrated_by_its_inputs() -> None:
+    """A broadcast's job runs before the main job: until the main job starts, the nodes of
+    its codegen stage are not known to run anywhere, however done their inputs are."""
+    rec = _record()
+    rec.stage_scopes = {10: rec.stage_scopes[10]}  # stage 11 (codegen 2) not started yet
+    rec.stage_tasks = {10: 3}
+    rec.tasks = [_task(10, w) for w in range(3)]
+    stages = node_stages(rec)
+    assert stages[4] == 10 and stages[5] is None and stages[6] is None
+    s = statuses(rec)
+    assert all(s[(1, w)] for w in range(3)) and s[(5, 0)] is False and (5, 1) not in s

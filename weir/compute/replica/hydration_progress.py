@@ -4,10 +4,11 @@ issue 13 parts 2 and 5), computed from one Spark execution as the listener recor
 A **worker** is a partition of the Spark stage that runs the node: the meaning
 introspection uses. Which stage runs a node comes from the RDD scopes Spark records per
 stage when a job starts: a whole-stage-codegen node runs where its `WholeStageCodegen (k)`
-does, an exchange where its shuffle is written (`[plan_id=n]`), any other node with its
-input (its first child), else with its consumer. A node is hydrated on a worker once that
-stage's task for the partition has finished: it has produced all its output for the as_of
-there.
+does, an exchange where its shuffle is written (`[plan_id=n]`) — until the job running
+that stage has started, such a node's stage is unknown (a broadcast's job runs first) —
+any other node with its input (its first child), else with its consumer. A node is
+hydrated on a worker once that stage's task for the partition has finished: it has
+produced all its output for the as_of there.
 
 What each node reports, per worker:
 - rows processed: its "number of output rows" SQL metric (an exchange: the records its
@@ -76,17 +77,20 @@ def node_stages(rec: ExecutionRecord) -> dict[int, int | None]:
                 exchange.setdefault(scope_id, sid)  # the stage writing the shuffle
     children = _children(rec)
     out: dict[int, int | None] = {}
+    own: set[int] = set()  # nodes that name their stage (codegen, shuffle): only it will do
     for n in sorted(rec.nodes, key=lambda n: n.node_id):  # EXPLAIN's ids: children first
         stage: int | None = None
         if n.codegen_stage is not None:
             stage = codegen.get(n.codegen_stage)
+            own.add(n.node_id)
         elif (m := _PLAN_ID.search(n.description)) and n.name.strip().endswith("Exchange"):
             stage = exchange.get(f"spark_plan_{m.group(1)}")
-        if stage is None:
+            own.add(n.node_id)
+        if stage is None and n.node_id not in own:
             stage = next((out[c] for c in children.get(n.node_id, ()) if out.get(c) is not None), None)
         out[n.node_id] = stage
     for n in sorted(rec.nodes, key=lambda n: -n.node_id):  # parents first: a leaf with no stage
-        if out[n.node_id] is None and n.parent_id is not None:
+        if out[n.node_id] is None and n.parent_id is not None and n.node_id not in own:
             out[n.node_id] = out.get(n.parent_id)
     return out
 
