@@ -82,7 +82,7 @@ async def measure_operators(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
 
 def progress_row(p: Any, now_ms: int) -> tuple[Any, ...]:
     """(rows_processed, rows_expected, bytes_processed, started_at, rate_rows_per_second,
-    estimated_remaining) of one OperatorProgress: the rate over the time the node's worker has
+    estimated_remaining) of one HydrationProgress (weir.compute.protocol): the rate over the time the node's worker has
     run (until it finished), the time left at that rate to the rows expected (0 once hydrated,
     NULL when nothing is expected or nothing has run yet)."""
     started = None if p.started_ms is None else datetime.fromtimestamp(p.started_ms / 1000, UTC)

@@ -211,6 +211,31 @@ HYDRATION_STATUS = "HydrationStatus"
 FRONTIERS = "Frontiers"
 
 
+@dataclass(frozen=True)
+class HydrationProgress:
+    """One plan node on one worker, as a HydrationStatus update carries it: times in unix
+    milliseconds, `expected` None where the replica knows no honest figure."""
+
+    hydrated: bool
+    rows: int = 0
+    expected: int | None = None
+    bytes: int = 0
+    started_ms: int | None = None
+    finished_ms: int | None = None
+
+    def wire(self, node: int, worker: int) -> list[Any]:
+        return [node, worker, self.hydrated, self.rows, self.expected, self.bytes,
+                self.started_ms, self.finished_ms]
+
+    @classmethod
+    def from_wire(cls, update: Sequence[Any]) -> tuple[tuple[int, int], HydrationProgress]:
+        node, worker, hydrated, *rest = update  # a status alone is [node, worker, hydrated]
+        rows, expected, nbytes, started, finished = (list(rest) + [0, None, 0, None, None][len(rest):])[:5]
+        return (int(node), int(worker)), cls(bool(hydrated), int(rows or 0), None if expected is None else int(expected),
+                                             int(nbytes or 0), None if started is None else int(started),
+                                             None if finished is None else int(finished))
+
+
 class ProtocolError(Exception):
     """The peer sent something that is not valid compute protocol."""
 

@@ -52,28 +52,6 @@ class Hydration:
         return max(0, int((self.done - self.started) * 1e9))
 
 
-@dataclass(frozen=True)
-class OperatorProgress:
-    """One plan node on one worker of one replica (protocol HydrationStatus); times in
-    unix milliseconds, `expected` None where the replica knows no honest figure."""
-
-    hydrated: bool
-    rows: int = 0
-    expected: int | None = None
-    bytes: int = 0
-    started_ms: int | None = None
-    finished_ms: int | None = None
-
-    @classmethod
-    def from_wire(cls, update: Sequence[Any]) -> tuple[tuple[int, int], OperatorProgress]:
-        node, worker, hydrated, *rest = update
-        rows, expected, nbytes, started, finished = (list(rest) + [0, None, 0, None, None][len(rest):])[:5]
-        return (int(node), int(worker)), cls(bool(hydrated), int(rows or 0),
-                                             None if expected is None else int(expected), int(nbytes or 0),
-                                             None if started is None else int(started),
-                                             None if finished is None else int(finished))
-
-
 @dataclass
 class InstalledDataflow:
     cluster_id: str
@@ -94,7 +72,7 @@ class InstalledDataflow:
     error_counts: dict[str, int] = field(default_factory=dict)  # replica id -> errors it holds now
     hydration: dict[str, Hydration] = field(default_factory=dict)  # replica id -> its hydration
     # replica id -> (plan node id, worker) -> its progress, as its HydrationStatus responses say
-    operators: dict[str, dict[tuple[int, int], OperatorProgress]] = field(default_factory=dict)
+    operators: dict[str, dict[tuple[int, int], P.HydrationProgress]] = field(default_factory=dict)
     # the plan's nodes [[id, operator, parent id], ...], pinned when a replica first created it
     plan_nodes: list[list[Any]] | None = None
     created: asyncio.Future[dict[str, Any]] | None = None
@@ -215,7 +193,7 @@ class DataflowControl:
         elif kind == P.HYDRATION_STATUS:
             ops = {} if body.get("reset") else df.operators.get(replica_id, {})
             for update in body.get("updates") or ():
-                k, progress = OperatorProgress.from_wire(update)
+                k, progress = P.HydrationProgress.from_wire(update)
                 ops[k] = progress
             df.operators[replica_id] = ops
         elif kind == P.DATAFLOW_CREATED:

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
+from weir.compute import protocol as P
 from weir.compute.replica.plan_ids import PinnedNode, key
 from weir.compute.replica.spark_listener import ExecutionRecord
 
@@ -45,22 +45,7 @@ DATA_SIZE = "data size"
 PASS_THROUGH = frozenset({"Project", "ColumnarToRow", "Sort", "InputAdapter", "Exchange", "RowToColumnar"})
 
 
-@dataclass(frozen=True)
-class Progress:
-    """One plan node on one worker."""
-
-    hydrated: bool
-    rows: int = 0
-    expected: int | None = None
-    bytes: int = 0
-    started_ms: int | None = None
-    finished_ms: int | None = None
-
-    def wire(self, node: int, worker: int) -> list[object]:
-        return [node, worker, self.hydrated, self.rows, self.expected, self.bytes,
-                self.started_ms, self.finished_ms]
-
-
+Progress = P.HydrationProgress
 Key = tuple[int, int]  # (plan node id, worker)
 
 
