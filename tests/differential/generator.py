@@ -269,6 +269,8 @@ class Generator:
             "trunc(d)", "floor(n)", "ceil(n)", "i = b", "n = i", "s = 'a'", "s < 'b'",
             "ts + INTERVAL '1 day'", "dt - 1", "extract(year FROM dt)", "date_trunc('day', ts)",
             "CAST(s AS varchar)", "(i > 1) IS TRUE", "coalesce(s, '') || coalesce(i::text, '')",
+            "dt + INTERVAL '1 month'", "ts - INTERVAL '1 year 1 mon'", "ts + INTERVAL '30 hours'",
+            "dt - INTERVAL '1' YEAR", "INTERVAL '2 mons 3 days' + ts", "dt + INTERVAL '1 day'",
         ]
         exprs = r.sample(forms, r.randint(1, 3))
         where = f" WHERE {self._pred('t1', T1)}" if r.random() < 0.2 else ""

@@ -112,6 +112,15 @@ SAME = [
     "SELECT g, var_pop(f), var_samp(f), variance(f) FROM (VALUES (1, 7000000000005::float8), "
     "(1, 7000000000007), (2, 1.5), (2, 2.25), (3, NULL), (4, 1)) v(g, f) GROUP BY g ORDER BY g",
     "SELECT t ~ ANY (ARRAY['^a', 'y2']), t ~* ALL (ARRAY['X', '1']), t LIKE ALL (ARRAY['%1%', 'x%']) FROM sem_rx",
+    # intervals with months (clamped to the month's end) or hours past a day, added to dates
+    # and timestamps: months, then days, then time, as PostgreSQL does (were refused)
+    "SELECT ts + INTERVAL '1 month', ts - INTERVAL '1 year 2 months', ts + INTERVAL '36 hours', "
+    "ts + INTERVAL '1 mon -1 day 25:00', INTERVAL '3' MONTH + ts, ts::date + INTERVAL '1' YEAR, "
+    "ts::date - INTERVAL '13 months', (ts + INTERVAL '1 month')::date FROM sem_t",
+    "SELECT d + INTERVAL '1 month', d - INTERVAL '1 month', d::timestamptz + INTERVAL '1 month 1 day', "
+    "d + - INTERVAL '2 mons', pg_typeof(d + INTERVAL '1 month') "
+    "FROM (VALUES (DATE '2024-01-31'), (DATE '2023-03-31'), (DATE '2024-02-29'), (NULL)) v(d)",
+    "SELECT count(*) FROM sem_t WHERE ts < DATE '2023-12-01' + INTERVAL '1' MONTH",
 ]
 
 # Compared in order: the statement's ORDER BY decides it.
@@ -243,6 +252,10 @@ def test_unconstrained_numeric_is_stored_exactly_or_refused(server: WeirServer) 
 @pytest.mark.parametrize("sql", [
     "SELECT power(f::numeric, 2) FROM sem_t",  # numeric power: Spark has it only in doubles
     "SELECT x * INTERVAL '1 hour' FROM sem_t",
+    # a calendar interval anywhere but added to a date or timestamp (Spark cannot keep one)
+    "SELECT INTERVAL '1 month' FROM sem_t", "SELECT x * INTERVAL '1 month' FROM sem_t",
+    "SELECT ts - ts < INTERVAL '1 month' FROM sem_t",
+    "SELECT ts + (INTERVAL '1 month' + INTERVAL '1 day') FROM sem_t",
     "SELECT x, x <> ALL (SELECT x FROM sem_t WHERE x > 1) FROM sem_t",  # Spark: false, not NULL
     # Spark drops a frame's EXCLUDE and has no GROUPS frames
     "SELECT sum(x) OVER (ORDER BY x ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW) FROM sem_t",

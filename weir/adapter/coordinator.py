@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from weir.adapter import api
+from weir.adapter import api, system_reads
 from weir.adapter.builtin_tables import BuiltinWriter
 from weir.adapter.oracle import TimestampOracle
 from weir.adapter.replica_health import ReplicaHealth
@@ -62,6 +62,7 @@ class Coordinator(api.Coordinator):
         self._conn_ids = itertools.count(1)
         self._table_locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
         self.builtins = BuiltinWriter(self)
+        self.system_reads = system_reads.Engine()  # queries over system relations, in process
         self._system_vars: dict[str, str] | None = None
         self.system_var_version = 0  # bumped by ALTER SYSTEM (caches of derived values key on it)
         self._status_task: asyncio.Task[None] | None = None
@@ -213,6 +214,7 @@ class Coordinator(api.Coordinator):
             await self.compute.stop()
         finally:
             await self.storage.stop()
+            self.system_reads.close()
             self.catalog.close()
 
     async def _cleanup_orphan_shards(self, store: Any, known: set[str]) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from weir.adapter import api
+from weir.adapter import api, system_reads
 from weir.errors import WeirError
 from weir.http import metrics
 from weir.sql import constant, infer, render
@@ -101,8 +101,10 @@ async def describe(session: Session, planned: QueryPlan) -> list[api.Column]:
         sp = planned.spark
         sql = sp.template.render([], session.context(0), describe=True)
         inputs = [input_spec(desc, [], 0, False) for desc in sp.inputs.values()]
-        cluster = session.coord.current_cluster(session)
-        schema = await session.coord.compute.describe(cluster.id, sql, inputs)
+        schema = await system_reads.describe(session, sp) if system_reads.applies(session, sp) else None
+        if schema is None:
+            cluster = session.coord.current_cluster(session)
+            schema = await session.coord.compute.describe(cluster.id, sql, inputs)
         columns = columns_from_schema(schema, sp.names, sp.inputs, planned.cast_hints)
     planned.columns = columns
     return columns

@@ -12,7 +12,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
-from weir.adapter import api, dataflow_errors, indexes, planning, privileges
+from weir.adapter import api, dataflow_errors, indexes, planning, privileges, system_reads
 from weir.compute import introspection as ci
 from weir.errors import SqlState, WeirError
 from weir.http import metrics
@@ -235,8 +235,15 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
         session.lifecycle("storage-dependencies-finished")
         cluster_id = cluster_id or coord.current_cluster(session).id
         replica_id = target_replica(session, cluster_id, inputs)
-        result = None
         spark = plan.spark
+        if system_reads.applies(session, spark):
+            table = await system_reads.read(session, spark, params, ts, own_times)
+            if table is not None:
+                session.lifecycle("compute-dependencies-finished")
+                cols = columns_from_schema(table.schema, spark.names, spark.inputs, plan.cast_hints)
+                _ran(session, "in-process")
+                return api.Rows(cols, _stream(session, _batches(table), hold), tag_prefix)
+        result = None
         via = _hydrated_indexes(coord, plan, at)
         if via:  # read the views' arrangements instead of recomputing them
             try:
@@ -368,6 +375,11 @@ async def _fast_path(session: Session, plan: fast_path.FastPathPlan, params: lis
     _ran(session, "fast-path")
     columns = [api.Column(n, t) for n, t in bound.columns]
     return api.Rows(columns, _stream(session, result.batches, hold), tag_prefix)
+
+
+async def _batches(table: pa.Table) -> AsyncIterator[pa.RecordBatch]:
+    for batch in table.to_batches(max_chunksize=4096):
+        yield batch
 
 
 async def _once(rows: list[tuple[Any, ...]]) -> AsyncIterator[list[tuple[Any, ...]]]:

@@ -324,6 +324,9 @@ VARS: tuple[VarDef, ...] = (
     VarDef("transaction_isolation", "enum", "strict serializable", "The transaction "
            "isolation level.", choices=("serializable", "strict serializable"),
            aliases=_ISOLATION_ALIASES),
+    VarDef("enable_system_reads_in_process", "bool", "on", "Whether a query that reads only "
+           "system relations runs in the coordinator's process (DuckDB over the collections' "
+           "contents) instead of as a Spark job on a replica; the answer is the same."),
     VarDef("emit_timestamp_notice", "bool", "off", "Whether to send a notice with the "
            "timestamp chosen for each query."),
     VarDef("max_connections", "int", "5000", "The maximum number of concurrent client "

@@ -12,7 +12,8 @@ PGWIRE_EVENTS = Counter("weir_pgwire_events_total",
 SESSIONS = Gauge("weir_sessions", "Open client sessions")
 STORAGE_COMMITS = Gauge("weir_storage_group_commits", "Group commits since the server started")
 READS = Counter("weir_reads_total", "SELECTs by how they ran: constant (coordinator), fast-path "
-                "(an index's arrangement, no Spark job) or standard (a Spark job)", ["strategy"])
+                "(an index's arrangement, no Spark job), in-process (system relations only, DuckDB "
+                "in the coordinator) or standard (a Spark job)", ["strategy"])
 PLANS = Counter("weir_plans_total", "Query plans looked up, by whether the plan cache had one (a miss "
                 "parses nothing but resolves and plans the query once)", ["cache"])
 READS_THROUGH_INDEXES = Counter("weir_reads_through_indexes_total",

@@ -16,7 +16,16 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
-from weir.sql import comparisons, jsonb, numeric_ops, regex, shape, statistics, text_functions
+from weir.sql import (
+    calendar,
+    comparisons,
+    jsonb,
+    numeric_ops,
+    regex,
+    shape,
+    statistics,
+    text_functions,
+)
 from weir.sql import translate as tr
 from weir.sql.infer import COLUMNS_META, Types
 
@@ -215,6 +224,8 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
         return node
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
+        if "weir_calendar" in node.meta:
+            return calendar.check_use(node, types)
         if name in _ANON_PASS or node.meta.get("weir_literal"):
             return node
         if name in ("all", "some") and isinstance(node.parent, _QUANTIFIED):
@@ -236,7 +247,8 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
 _HANDLERS: dict[type, _Handler] = {
     exp.Log: tr.log, exp.Ln: tr.ln, exp.Exp: tr.exp_, exp.Sqrt: tr.sqrt, exp.Pow: tr.power,
     exp.ArrayAgg: tr.array_agg, exp.ArrayConcat: tr.array_cat, exp.DPipe: tr.dpipe,
-    exp.Sum: tr.sum_, exp.Avg: tr.avg, exp.Sub: tr.sub, exp.Add: tr.interval_output,
+    exp.Sum: tr.sum_, exp.Avg: tr.avg, exp.Sub: lambda n, t: tr.sub(calendar.arith(n, t), t),
+    exp.Add: lambda n, t: tr.interval_output(calendar.arith(n, t), t),
     exp.Mul: tr.interval_output, exp.Div: tr.division, exp.Mod: tr.mod,
     exp.Bracket: tr.subscript, exp.Extract: tr.extract, exp.Substring: tr.substring,
     exp.Concat: tr.concat,

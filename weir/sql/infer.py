@@ -334,7 +334,7 @@ class Types:
             return T.DATE
         if isinstance(e, exp.CurrentTimestamp):
             return T.TIMESTAMPTZ
-        if isinstance(e, exp.Anonymous) and e.name.lower() == "make_dt_interval":
+        if isinstance(e, exp.Anonymous) and e.name.lower() in ("make_dt_interval", "make_interval"):
             return T.INTERVAL  # a folded interval literal
         if isinstance(e, exp.Anonymous) and e.name.lower() == "mz_now":
             return T.MZ_TIMESTAMP

@@ -14,8 +14,10 @@ import sqlglot
 from sqlglot import exp
 
 from weir import types as T
+from weir.codec import interval as cinterval
 from weir.compute.protocol import MZ_NOW_PARAMETER
 from weir.errors import SqlState, WeirError, runtime_marker
+from weir.sql import calendar
 from weir.sql.infer import jsonb_parameter_type
 from weir.sql.joins import group_comma_joins
 from weir.types import PgType
@@ -582,10 +584,10 @@ def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
     from weir import codec
 
     def fold(node: exp.Cast, target: PgType) -> exp.Expression:
-        if target.oid == T.INTERVAL.oid:
-            from weir.sql.values import interval_literal
-
-            return literal(interval_literal(node.this.this), target)
+        if target.oid == T.INTERVAL.oid:  # months or hours past a day: weir.sql.calendar
+            value = cinterval.parse(node.this.this)
+            td = value.as_timedelta()
+            return literal(td, target) if td is not None else calendar.literal(value)
         return literal(codec.decode_text(node.this.this.encode(), target), target)
 
     def visit(node: exp.Expression) -> exp.Expression:

@@ -370,7 +370,10 @@ def pg_typeof(node: exp.Expression, types: Types) -> exp.Expression:
     t = types.of(node.expressions[0])
     if t is None:
         raise _refuse("pg_typeof of an expression of this kind")
-    return exp.Literal.string(t.name)
+    name = t.name  # regtype's output: PostgreSQL's own name for timestamp
+    if name == "timestamp" or name.startswith("timestamp["):
+        name = name.replace("timestamp", "timestamp without time zone")
+    return exp.Literal.string(name)
 
 
 # PostgreSQL to_char template patterns -> Java DateTimeFormatter patterns (longest first).

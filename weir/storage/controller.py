@@ -44,6 +44,10 @@ class _Collection:
     # how far since trails upper when nothing holds it (RETAIN HISTORY)
     window_ms: int = COMPACTION_WINDOW_MS
     persisted_tick: int = 0  # the tick its frontiers were last made durable
+    # no data at a time past this: the latest append with rows (before one in this process,
+    # everything is below the durable upper found at opening); `contents` relies on it
+    last_write: int = 0
+    cached: tuple[int, pa.Table] | None = None  # (last_write, rows) of `contents`
 
     def advance_since(self) -> None:
         held = min(self.holds.values(), default=self.upper)
@@ -153,7 +157,8 @@ class StorageController:
         fr = await self._run(shard.frontiers)
         upper = fr.upper if external else max(fr.upper, self.oracle.read_ts() + 1)
         self.collections[shard_id] = _Collection(shard, list(shard.columns), fr.upper, upper,
-                                                 fr.since, fr.since, external=external)
+                                                 fr.since, fr.since, external=external,
+                                                 last_write=fr.upper - 1)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="storage-controller")
@@ -185,7 +190,7 @@ class StorageController:
         shard = await self._run(lambda: self.store.create_shard(shard_id, columns, initial_upper=upper))
         self.collections[shard_id] = _Collection(shard, list(columns), upper, upper,
                                                  upper - 1 if readable_from is None else readable_from,
-                                                 upper - 1, external=external)
+                                                 upper - 1, external=external, last_write=upper - 1)
 
     async def ensure_collection(self, shard_id: str, columns: list[tuple[str, PgType, bool]],
                                 *, external: bool = False, initial_upper: int | None = None,
@@ -247,6 +252,22 @@ class StorageController:
     async def snapshot(self, shard_id: str, as_of: int) -> pa.Table:
         c = self.collections[shard_id]
         return await self._read(c.shard.snapshot, as_of)
+
+    async def contents(self, shard_id: str, as_of: int) -> pa.Table:
+        """Contents at `as_of` as plain rows (each repeated by its multiplicity). A collection
+        this controller writes keeps its latest contents in memory: a read at or after its
+        latest write gets them without reading the shard (catalog reads, again and again)."""
+        c = self.collections[shard_id]
+        if c.external or as_of < c.last_write:
+            return await self._read(c.shard.read, as_of)
+        cached = c.cached
+        if cached is not None and cached[0] == c.last_write:
+            return cached[1]
+        version = c.last_write
+        rows = await self._read(c.shard.read, as_of)
+        if c.last_write == version:
+            c.cached = (version, rows)
+        return rows
 
     async def file_times(self, shard_id: str) -> list[tuple[int, int, int]]:
         """Each data file's time range and size (weir.storage.persist.Shard.file_times)."""
@@ -325,6 +346,8 @@ class StorageController:
             await self._run(self._write_wal, wal, tables)
         for sid, t in tables.items():
             c = self.collections[sid]
+            if t.num_rows:
+                c.last_write = ts  # before the data is visible: a read racing it caches nothing
             fr = await self._run(c.shard.compare_and_append, t, c.durable_upper, ts + 1, self.epoch)
             c.durable_upper = fr.upper
             c.dirty_since_compaction = True
@@ -361,6 +384,7 @@ class StorageController:
                 c = self.collections.get(sid)
                 if c is None or c.durable_upper > ts:
                     continue  # dropped since, or this part already landed
+                c.last_write, c.cached = max(c.last_write, ts), None
                 fr = await self._run(c.shard.compare_and_append, t.replace_schema_metadata(None),
                                      c.durable_upper, ts + 1, self.epoch)
                 c.durable_upper = fr.upper

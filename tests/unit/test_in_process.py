@@ -1,0 +1,62 @@
+"""The in-process engine for system reads (weir.sql.in_process, weir.adapter.system_reads):
+weir's Spark SQL rendered for DuckDB answers as Spark's ANSI mode does, or is refused
+(NotInProcess) so that the query runs on a replica."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from weir.adapter.system_reads import Engine
+from weir.sql.in_process import NotInProcess, to_duckdb
+
+ROWS = pa.table({"name": ["a", "b", None], "n": pa.array([1, 0, 3], pa.int32()),
+                 "d": pa.array([1_000_000, 0, None], pa.duration("us")),
+                 "f": pa.array([0.1, 1e20, None], pa.float64())})
+
+
+@pytest.fixture(scope="module")
+def engine():  # noqa: ANN201
+    e = Engine()
+    yield e
+    e.close()
+
+
+def _run(engine: Engine, spark_sql: str) -> pa.Table:
+    return engine._run(to_duckdb(spark_sql), {"weir_s1": ROWS})
+
+
+def test_answers_as_spark_does(engine: Engine) -> None:
+    out = _run(engine, "SELECT name, n / 2, n div 2, weir_float8_out(f), d FROM weir_s1 AS `t` "
+                       "ORDER BY name NULLS LAST")
+    assert out.column(0).to_pylist() == ["a", "b", None]
+    assert out.column(1).to_pylist() == [0.5, 0.0, 1.5]  # Spark's / of integers is a double
+    assert out.column(2).to_pylist() == [0, 0, 1]
+    assert out.column(3).to_pylist() == ["0.1", "1e+20", None]  # PostgreSQL's float8 text
+    assert out.schema.field(4).type == pa.duration("us")  # intervals come back as Spark's
+    assert out.column(4).to_pylist() == [dt.timedelta(seconds=1), dt.timedelta(0), None]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 10 / n FROM weir_s1", "SELECT 10 div n FROM weir_s1", "SELECT 10 % n FROM weir_s1",
+    "SELECT CAST(name AS INT) FROM weir_s1",  # ANSI: a failed cast is an error, not NULL
+    # weir's runtime errors: the query then runs on a replica, which raises PostgreSQL's error
+    "SELECT CASE WHEN n > 2 THEN raise_error('x') ELSE n END FROM weir_s1",
+])
+def test_errors_where_spark_errs(engine: Engine, sql: str) -> None:
+    with pytest.raises(duckdb.Error):
+        _run(engine, sql)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT make_dt_interval(1, 0, 0, 0) FROM weir_s1",
+    "SELECT weir_numeric('div', '1', '2') FROM weir_s1", "SELECT try_cast(name AS INT) FROM weir_s1",
+    "SELECT from_utc_timestamp(CAST(d AS TIMESTAMP), 'UTC') FROM weir_s1",
+    "SELECT substring(name, 0, 2) FROM weir_s1",  # DuckDB counts position 0 differently
+])
+def test_spark_only_calls_run_on_a_replica(sql: str) -> None:
+    with pytest.raises(NotInProcess):
+        to_duckdb(sql)

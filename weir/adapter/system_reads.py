@@ -1,0 +1,157 @@
+"""System reads in process (DESIGN.md, "System-relation reads"): a query that reads only
+system relations (mz_catalog, mz_internal, mz_introspection, pg_catalog,
+information_schema) runs in the coordinator, over those collections' contents at the
+timestamp the usual rules choose, with DuckDB over Arrow: no replica round trip, no Spark
+job. The query is the one planned for Spark, rendered for DuckDB (weir.sql.in_process);
+what DuckDB cannot run the same way, or fails on, runs on a replica as before, so the
+answer is always Spark's. User data never comes here."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pyarrow as pa
+
+from weir.catalog.model import SYSTEM_SCHEMAS
+from weir.codec.spark_udfs import UDFS
+from weir.compute import introspection as ci
+from weir.sql.in_process import IN_PROCESS_UDFS, MACROS, NotInProcess, to_duckdb
+from weir.sql.resolve import RelationDesc
+
+if TYPE_CHECKING:
+    from weir.adapter.session import Session
+    from weir.sql.plan import SparkPlan
+
+log = logging.getLogger(__name__)
+
+VAR = "enable_system_reads_in_process"
+_USEC = 1_000
+
+
+def applies(session: Session, spark: SparkPlan) -> bool:
+    """Whether the query reads system collections only (at least one), and may run here."""
+    if not spark.inputs or session.get_var(VAR) != "on":
+        return False
+    collections = session.coord.storage.collections
+    return all(sid != ci.LIVE_LOGS and sid in collections and desc is not None and _system(desc)
+               for sid, desc in spark.inputs.items())
+
+
+def _system(desc: RelationDesc) -> bool:
+    return desc.name.split(".", 1)[0] in SYSTEM_SCHEMAS
+
+
+class Engine:
+    """One in-memory DuckDB database with weir's macros and Python UDFs (the very functions
+    replicas register with Spark); each query runs on its own cursor in a worker thread,
+    with its inputs registered as Arrow tables."""
+
+    def __init__(self) -> None:
+        self._db = duckdb.connect(":memory:")
+        self._db.execute("SET TimeZone = 'UTC'")
+        for macro in MACROS:
+            self._db.execute(macro)
+        for name, arg in IN_PROCESS_UDFS.items():
+            fn, _ = UDFS[name]
+            self._db.create_function(name, fn, [duckdb.sqltype(arg)], duckdb.sqltype("VARCHAR"),
+                                     null_handling="special")
+        self._lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="system-reads")
+
+    async def run(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._run, sql, tables)
+
+    def _run(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table:
+        with self._lock:
+            cur = self._db.cursor()
+        try:
+            for name, table in tables.items():
+                cur.register(name, table)
+            return _normalized(cur.execute(sql).to_arrow_table())
+        finally:
+            cur.close()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+        self._db.close()
+
+
+def _normalized(table: pa.Table) -> pa.Table:
+    """DuckDB's Arrow types as a replica's Spark returns them: string (not views or large
+    strings), intervals as microsecond durations."""
+    fields, columns, changed = [], [], False
+    for f, col in zip(table.schema, table.columns, strict=True):
+        t = f.type
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            col, t = col.cast(pa.string()), pa.string()
+        elif t == pa.month_day_nano_interval():
+            col, t = _durations(col), pa.duration("us")
+        else:
+            fields.append(f)
+            columns.append(col)
+            continue
+        changed = True
+        fields.append(pa.field(f.name, t, f.nullable))
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields)) if changed else table
+
+
+def _durations(col: pa.ChunkedArray) -> pa.Array:
+    out = []
+    for v in col.to_pylist():
+        if v is None:
+            out.append(None)
+            continue
+        months, days, nanos = v.months, v.days, v.nanoseconds
+        out.append(((months * 30 + days) * 86_400_000_000_000 + nanos) // _USEC)
+    return pa.array(out, pa.int64()).cast(pa.duration("us"))
+
+
+async def read(session: Session, spark: SparkPlan, params: list[Any], ts: int,
+               own_times: dict[str, int]) -> pa.Table | None:
+    """The query's answer computed here, or None: it runs on a replica instead."""
+    coord = session.coord
+    try:
+        sql = to_duckdb(spark.template.render(params, session.context(ts)))
+    except NotInProcess as e:
+        log.info("system read on a replica: %s", e)
+        return None
+    except Exception:  # noqa: BLE001 - e.g. parameters the template cannot take: the normal path
+        return None
+    tables = {}
+    for sid, desc in spark.inputs.items():
+        table = await coord.storage.contents(sid, own_times.get(sid, ts))
+        tables[desc.spark_name] = _input(table, desc)
+    try:
+        return await coord.system_reads.run(sql, tables)
+    except (duckdb.Error, pa.ArrowException, ValueError, TypeError) as e:
+        log.info("system read on a replica instead: %s", e)
+        return None
+
+
+async def describe(session: Session, spark: SparkPlan) -> pa.Schema | None:
+    """The query's result schema, from running it here over empty inputs (None: a replica
+    describes it)."""
+    try:
+        sql = to_duckdb(spark.template.render([], session.context(0), describe=True))
+    except Exception:  # noqa: BLE001 - NotInProcess, or a template only a replica takes
+        return None
+    tables = {desc.spark_name: pa.schema([pa.field(c.name, c.type.arrow) for c in desc.columns]).empty_table()
+              for desc in spark.inputs.values()}
+    try:
+        return (await session.coord.system_reads.run(sql, tables)).schema
+    except (duckdb.Error, pa.ArrowException, ValueError, TypeError) as e:
+        log.info("system read described by a replica instead: %s", e)
+        return None
+
+
+def _input(table: pa.Table, desc: RelationDesc) -> pa.Table:
+    """A collection's rows with exactly the columns the query names."""
+    names = [c.name for c in desc.columns]
+    return table.select(names) if table.column_names != names else table
+

@@ -1,0 +1,133 @@
+"""weir's Spark SQL for a query over system relations, rendered for DuckDB, which runs it in
+the coordinator's process (weir.adapter.system_reads).
+
+The Spark rendering already says what the PostgreSQL query means in Spark's terms, so this
+reads it as Spark SQL as weir's replicas run it (ANSI mode: a failed cast, an overflow and
+a division by zero are errors, never NULL) and writes it in DuckDB's SQL, with DuckDB
+macros where DuckDB would answer otherwise. What DuckDB cannot run the same way raises
+`NotInProcess`: the query then takes the normal path, to a replica.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.dialects.spark import Spark
+from sqlglot.errors import SqlglotError
+
+
+class NotInProcess(Exception):
+    """This query cannot run in process the way it runs on Spark."""
+
+
+class _AnsiSpark(Spark):
+    """Spark SQL as weir's replicas run it (spark.sql.ansi.enabled)."""
+
+    SAFE_DIVISION = False
+
+    class Parser(Spark.Parser):
+        STRICT_CAST = True
+
+
+def _binary(name: str):  # noqa: ANN202 - a sqlglot generator transform
+    def render(self: DuckDB.Generator, e: exp.Binary) -> str:
+        return self.func(name, e.this, e.expression)
+    return render
+
+
+class InProcessDuckDB(DuckDB):
+    """DuckDB as the in-process engine runs weir's Spark SQL: division and modulo by zero
+    are errors, as in Spark's ANSI mode (DuckDB answers NULL)."""
+
+    class Generator(DuckDB.Generator):
+        TRANSFORMS = {
+            **DuckDB.Generator.TRANSFORMS,
+            exp.Div: _binary("weir_div"),
+            exp.IntDiv: _binary("weir_intdiv"),
+            exp.Mod: _binary("weir_mod"),
+        }
+
+
+# Defined in every in-process database: Spark's ANSI answers where DuckDB's differ.
+MACROS = (
+    "CREATE MACRO weir_div(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE a / b END",
+    "CREATE MACRO weir_intdiv(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE a // b END",
+    "CREATE MACRO weir_mod(a, b) AS CASE WHEN b = 0 THEN error('division by zero') ELSE a % b END",
+)
+
+# Spark functions written as plain calls (sqlglot has no class for them) that DuckDB has
+# with the same meaning; any other plain call sends the query to a replica.
+_SAME_CALLS = frozenset({"coalesce", "nullif", "lower", "upper", "length", "concat_ws"})
+# Spark functions sqlglot knows whose DuckDB rendering answers exactly as Spark does for
+# every input, NULLs and errors included; a query using any other runs on a replica (many
+# differ at the edges: substring positions below 1, time zone changes, series, explode).
+_SAME_FUNCTIONS = frozenset({
+    exp.Cast, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Upper, exp.Lower, exp.Length,
+    exp.Concat, exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.RegexpLike, exp.Greatest,
+    exp.Least, exp.Abs, exp.Exists, exp.StartsWith, exp.ArrayContains, exp.CountIf,
+    exp.LogicalAnd, exp.LogicalOr, exp.RowNumber, exp.Rank, exp.DenseRank, exp.Array, exp.And,
+    exp.Or, exp.Replace, exp.GroupConcat, exp.ArrayToString,
+})
+# Spark calls DuckDB has under another name: raise_error (weir's runtime errors, which
+# send the query to a replica to be raised there as PostgreSQL's); cardinality is len
+_RENAMED = {"raise_error": "error"}
+_FLAGS = re.compile(r"^\(\?([a-z]+)\)")
+
+
+def _from_one(start: exp.Expression | None) -> bool:
+    if isinstance(start, exp.Greatest):
+        return any(isinstance(a, exp.Literal) and a.this == "1" for a in start.expressions)
+    return isinstance(start, exp.Literal) and not start.is_string and int(start.this) >= 1
+
+
+def _re2_flags(pattern: str) -> str:
+    """weir's Java pattern for RE2: without Java's UNIX_LINES flag `d` (RE2 ends lines only
+    at \\n anyway); any other Java-only syntax fails in DuckDB and sends the query to a replica."""
+    m = _FLAGS.match(pattern)
+    if m is None or "d" not in m.group(1):
+        return pattern
+    flags = m.group(1).replace("d", "")
+    return (f"(?{flags})" if flags else "") + pattern[m.end():]
+
+
+# weir's own Spark UDFs (weir.codec.spark_udfs) the in-process engine registers too, the
+# same Python functions, by their argument's DuckDB type
+IN_PROCESS_UDFS = {"weir_float8_out": "DOUBLE", "weir_float4_out": "FLOAT"}
+
+
+@functools.lru_cache(maxsize=512)
+def to_duckdb(spark_sql: str) -> str:
+    """The DuckDB SQL of a rendered Spark query; raises NotInProcess."""
+    try:
+        tree = sqlglot.parse_one(spark_sql, read=_AnsiSpark)
+    except SqlglotError as e:
+        raise NotInProcess(f"not parsed as Spark SQL: {e}") from None
+    for node in list(tree.find_all(exp.Func, exp.AtTimeZone, exp.FromTimeZone)):
+        if isinstance(node, exp.Anonymous):
+            name = node.name.lower()
+            if name == "cardinality":  # Spark's is an int
+                node.replace(exp.Cast(this=exp.Anonymous(this="len", expressions=node.expressions),
+                                      to=exp.DataType.build("INT")))
+            elif name in _RENAMED:
+                node.set("this", _RENAMED[name])
+            elif name not in IN_PROCESS_UDFS and name not in _SAME_CALLS:
+                raise NotInProcess(f"{name} runs on Spark only")
+        elif isinstance(node, exp.Substring) and _from_one(node.args.get("start")):
+            continue  # positions from 1 on count alike (weir's substring() starts at greatest(p, 1))
+        elif type(node) not in _SAME_FUNCTIONS:
+            raise NotInProcess(f"{node.key} runs on Spark only")
+    for node in tree.find_all(exp.RegexpLike, exp.RegexpExtract, exp.RegexpReplace, exp.RegexpSplit):
+        pattern = node.expression
+        if isinstance(pattern, exp.Literal) and pattern.is_string:
+            node.set("expression", exp.Literal.string(_re2_flags(pattern.this)))
+    for like in list(tree.find_all(exp.Like, exp.ILike)):
+        if not isinstance(like.parent, exp.Escape):  # Spark's default escape (DuckDB has none)
+            like.replace(exp.Escape(this=like.copy(), expression=exp.Literal.string("\\")))
+    try:
+        return tree.sql(dialect=InProcessDuckDB)
+    except SqlglotError as e:
+        raise NotInProcess(f"not rendered for DuckDB: {e}") from None
