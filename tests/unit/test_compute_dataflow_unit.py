@@ -111,3 +111,26 @@ def test_controller_replays_dataflows_and_hands_out_epochs() -> None:
     assert sent[1]["type"] == "CreateDataflow" and sent[1]["as_of"] == 129
     control.allow_compaction("c1", "u9", 140)
     assert df.command()["as_of"] == 140
+
+
+def test_a_completed_hydrations_row_counts_go_to_every_later_create_dataflow() -> None:
+    """The update that completes a hydration (`final`) fixes each plan node's rows per
+    worker: later CreateDataflows carry them, the coordinator takes them once per change."""
+    replicas = {"r1": SimpleNamespace(replica_id="r1", cluster_id="c1", conn=None)}
+    control = DataflowControl(SimpleNamespace(replicas=replicas), epoch=7)  # type: ignore[arg-type]
+    conn = _Conn(replicas["r1"])
+    replicas["r1"].conn = conn
+    df = InstalledDataflow("c1", "u9", "SELECT 1", [], "u9", as_of=100, strategy="recompute")
+    df.row_counts = [[3, [1]]]  # from the catalog
+    control.dataflows["u9"] = df
+    assert control.take_row_counts() == {} and df.command()["row_counts"] == [[3, [1]]]
+    status = {"type": "HydrationStatus", "dataflow_id": "u9"}
+    control.on_message(conn, Message({**status, "reset": True, "updates": [[3, 0, False, 4, None, 0, None, None],
+                                                                           [3, 1, False, 2, None, 0, None, None]]}))
+    assert df.row_counts == [[3, [1]]]  # still hydrating
+    control.on_message(conn, Message({**status, "updates": [[3, 1, True, 6, None, 0, None, None]], "final": True}))
+    assert df.command()["row_counts"] == [[3, [4, 6]]]
+    assert control.take_row_counts() == {"u9": [[3, [4, 6]]]} and control.take_row_counts() == {}
+    spec = DataflowSpec.from_body({**df.command(), "output": {"shard_id": "u9"}})
+    assert spec.row_counts == {3: [4, 6]} and spec.same_definition(DataflowSpec.from_body(
+        {**df.command(), "row_counts": None}))

@@ -4,6 +4,7 @@ node ids pinned from EXPLAIN and found again in a job's plan (plan_ids)."""
 
 from __future__ import annotations
 
+from weir.compute import protocol as P
 from weir.compute.replica.hydration_progress import Progress, node_stages, progress
 from weir.compute.replica.plan_ids import align, parse_formatted
 from weir.compute.replica.spark_listener import ExecutionRecord, TaskRecord
@@ -71,14 +72,15 @@ def test_rows_come_from_finished_tasks_and_running_tasks_heartbeats() -> None:
     rec.running_tasks = {9: (10, 1, 2000)}
     rec.live = {9: {ROWS_1: 15}}
     layout = {ROWS_1: [40, 30, 20]}  # the scan's exact rows per partition
-    p = progress(rec, None, None, layout, False, {(3, 1): 5})
+    p = progress(rec, None, None, layout, False, {3: [7, 5, 6]})
     assert p[(1, 0)] == Progress(True, 40, 40, 0, 1000, 3000)
     assert p[(1, 1)] == Progress(False, 15, 30, 0, 2000, None)  # live, inside the running task
     assert p[(1, 2)] == Progress(False, 0, 20, 0, None, None)
     # Project passes its input's rows and expectation on; HashAggregate has its own rows and
-    # expects what it produced last time; the exchange writes what its input produced
+    # expects what it produced last time, worker by worker; the exchange writes what its input produced
     assert p[(2, 1)].rows == 15 and p[(2, 1)].expected == 30
-    assert (p[(3, 0)].rows, p[(3, 0)].expected, p[(3, 1)].expected) == (4, None, 5)
+    assert (p[(3, 0)].rows, p[(3, 0)].expected, p[(3, 1)].expected) == (4, 7, 5)
+    assert p[(4, 0)].expected is None  # nothing known of it
     assert p[(4, 0)].rows == 4
     # the layout does not fit the stage's partitions: nothing is expected rather than a guess
     assert progress(rec, None, None, {ROWS_1: [90]}, False, {})[(1, 0)].expected is None
@@ -127,3 +129,53 @@ def test_a_node_whose_job_has_not_started_is_not_hydrated_by_its_inputs() -> Non
     assert stages[4] == 10 and stages[5] is None and stages[6] is None
     s = statuses(rec)
     assert all(s[(1, w)] for w in range(3)) and s[(5, 0)] is False and (5, 1) not in s
+
+
+def test_the_previous_hydrations_rows_are_the_expectation_of_nodes_nothing_else_sizes() -> None:
+    """Per worker when the node runs on as many workers as last time; a node on worker 0
+    alone (its stage not started, or a pinned node the run does not have) expects its
+    total; another partitioning expects nothing rather than a guess."""
+    rec = _record()
+    rec.tasks = [_task(10, 0, updates={ROWS_3: 4})]
+    p = progress(rec, None, None, {}, False, {3: [7, 5, 6], 5: [2, 3]})
+    assert [p[(3, w)].expected for w in range(3)] == [7, 5, 6]
+    assert [p[(5, w)].expected for w in range(2)] == [2, 3]
+    assert progress(rec, None, None, {}, False, {3: [7, 5]})[(3, 0)].expected is None
+    rec.stage_scopes, rec.stage_tasks = {}, {}  # no stage known yet: each node on worker 0
+    assert progress(rec, None, None, {}, False, {3: [7, 5, 6]})[(3, 0)].expected == 18
+    pinned = parse_formatted(FORMATTED)
+    assert progress(None, pinned, None, {}, True, {3: [7, 5, 6]})[(3, 0)] == Progress(True, 0, 18)
+
+
+def test_row_counts_per_node_and_worker_travel_as_lists() -> None:
+    counts = P.row_counts({(3, 1): Progress(True, 5), (3, 0): Progress(True, 7), (5, 1): Progress(True, 2)})
+    assert counts == {3: [7, 5], 5: [0, 2]}  # a worker without a report produced nothing
+    assert P.row_counts_from_wire(P.row_counts_to_wire(counts)) == counts
+    assert P.row_counts_from_wire(None) == {} and P.row_counts_from_wire([["x", [1]]]) == {}
+
+
+def _chain(names: list[str], first: int, parent: int | None) -> list[tuple[int, str, int | None]]:
+    """A linear plan, leaf first, numbered from `first` (EXPLAIN numbers children first)."""
+    ids = range(first, first + len(names))
+    return [(i, name, i + 1 if i + 1 < first + len(names) else parent) for i, name in zip(ids, names, strict=True)]
+
+
+# an input as a dataflow reads it: its updates consolidated (the aggregates), one row per copy
+_INPUT = ["Scan parquet", "ColumnarToRow", "Filter", "Project", "HashAggregate", "Exchange", "HashAggregate",
+          "Filter", "Generate", "Project"]
+_TOP = ["Project", "HashAggregate", "Exchange", "HashAggregate"]
+
+
+def test_a_plan_spark_changes_keeps_the_pinned_nodes_above_the_change_at_the_querys_root() -> None:
+    """Pinned with a broadcast hash join; the job joins by sort-merge now. The aggregates above
+    the join match four nodes from the query's root, and as many from the aggregates that
+    consolidate each input: the root's, whose subtree is the plan, wins."""
+    pinned = [*_chain(_INPUT, 1, 22), *_chain([*_INPUT, "BroadcastExchange"], 11, 22),
+              (22, "BroadcastHashJoin Inner BuildRight", 23), *_chain(_TOP, 23, None)]
+    job = [PlanNode(i, name, name, parent) for i, name, parent in (
+        *_chain([*_INPUT, "Exchange", "Sort"], 1, 25), *_chain([*_INPUT, "Exchange", "Sort"], 13, 25),
+        (25, "SortMergeJoin", 26), *_chain(_TOP, 26, None))]
+    assert align(pinned, job) == {26: 23, 27: 24, 28: 25, 29: 26}
+    # the same plan is found whole, wherever it sits
+    same = [PlanNode(i + 100, name, name, None if parent is None else parent + 100) for i, name, parent in pinned]
+    assert align(pinned, job + same) == {i + 100: i for i, _, _ in pinned}

@@ -246,8 +246,9 @@ class Coordinator(api.Coordinator):
 
     def _announce_frontiers(self, ts: int) -> None:
         """Every tick: replicas learn the uppers of the collections the coordinator writes,
-        the inputs of materialized views may compact up to the views' frontiers, and
-        indexes learn how much history to keep."""
+        the inputs of materialized views may compact up to the views' frontiers, the
+        catalog keeps their last hydrations' row counts, and indexes learn how much history
+        to keep."""
         from weir.adapter import indexes, mviews
 
         uppers = {sid: c.upper for sid, c in self.storage.collections.items() if not c.external}
@@ -256,6 +257,7 @@ class Coordinator(api.Coordinator):
 
         introspection.follow_uppers(self)
         mviews.advance_holds(self)
+        mviews.pin_row_counts(self)
         indexes.allow_compaction(self)
 
     async def _watch_replica_statuses(self) -> None:

@@ -188,7 +188,8 @@ async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any
                                             output_shard_id, as_of, strategy, index=index,
                                             errors_shard_id=errors_shard_id,
                                             thresholds_sql=d.get("thresholds_sql"), since=since,
-                                            name=item.full_name, plan_nodes=d.get("plan_nodes"))
+                                            name=item.full_name, plan_nodes=d.get("plan_nodes"),
+                                            row_counts=d.get("row_counts"))
     except BaseException:
         coord.dataflow_holds.pop(item.id, None)
         hold.release()
@@ -206,6 +207,22 @@ def pin_plan(coord: Coordinator, item: Item) -> None:
         except WeirError:
             return  # dropped meanwhile
         coord.catalog.set_definitions({item.id: {**current.definition, "plan_nodes": nodes}}, reload=False)
+
+
+def pin_row_counts(coord: Coordinator) -> None:
+    """Each tick: keep in the catalog what every plan node produced in the last hydration a
+    replica completed, beside the pinned plan: every later install (a server restart) carries
+    it, the expectation of nodes whose size nothing else tells (design 002, issue 13 part 5)."""
+    definitions = {}
+    for item_id, counts in coord.compute.take_row_counts().items():
+        try:
+            current = coord.catalog.get_item(item_id)
+        except WeirError:
+            continue  # dropped meanwhile
+        if current.definition.get("row_counts") != counts:
+            definitions[item_id] = {**current.definition, "row_counts": counts}
+    if definitions:
+        coord.catalog.set_definitions(definitions, reload=False)
 
 
 def input_sinces(coord: Coordinator, item: Item) -> list[int]:

@@ -81,6 +81,10 @@ Commands (controller -> replica)
   ``plan_nodes`` (optional): ``[[plan_node_id, operator, parent_id], ...]``, the
   plan pinned when the dataflow was first created (weir.compute.replica.plan_ids);
   without it the replica explains the query and pins it itself.
+  ``row_counts`` (optional): ``[[plan_node_id, [rows on worker 0, 1, ...]], ...]``, what
+  each plan node produced in the dataflow's last completed hydration (on any replica,
+  kept in the catalog across server restarts): the replica's expectation for the nodes
+  it cannot size exactly, unless it hydrated the dataflow itself since.
   ``output.errors_shard_id`` (optional): the view's errors shard
   (weir.storage.error_shards). With it, a *data* error of the query (SQLSTATE
   class 22 or P0, weir.errors.is_data_error) is not retried: the dataflow
@@ -142,7 +146,9 @@ Responses (replica -> controller)
   rows_expected, bytes, started_ms, finished_ms], ...], reset?}``: per plan node and
   worker, what changed in the dataflow's hydration on this replica and how far it is
   (weir.compute.replica.hydration_progress: ``rows_expected`` null where unknown, times
-  in unix ms or null); ``reset``: forget what was sent before.
+  in unix ms or null); ``reset``: forget what was sent before; ``final``: this update
+  completes a hydration that ran the query, so the rows every (node, worker) now has are
+  its final counts (the controller keeps them for CreateDataflow's ``row_counts``).
 - ``Frontiers{dataflow_id, write_frontier, hydrated, error_count?}``: the output
   shard's upper as this replica last saw it, sent whenever it advances (by this
   replica's append or another's). ``error_count``: how many runtime errors the
@@ -161,7 +167,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,6 +240,31 @@ class HydrationProgress:
         return (int(node), int(worker)), cls(bool(hydrated), int(rows or 0), None if expected is None else int(expected),
                                              int(nbytes or 0), None if started is None else int(started),
                                              None if finished is None else int(finished))
+
+
+RowCounts = dict[int, list[int]]  # plan node id -> rows it produced on worker 0, 1, ...
+
+
+def row_counts(progress: Mapping[tuple[int, int], HydrationProgress]) -> RowCounts:
+    """Each plan node's rows per worker (a worker without a report: 0)."""
+    out: RowCounts = {}
+    for (node, worker), p in progress.items():
+        rows = out.setdefault(node, [])
+        rows.extend([0] * (worker + 1 - len(rows)))
+        rows[worker] = p.rows
+    return out
+
+
+def row_counts_to_wire(counts: Mapping[int, Sequence[int]]) -> list[list[Any]]:
+    return [[node, list(rows)] for node, rows in sorted(counts.items())]
+
+
+def row_counts_from_wire(raw: Any) -> RowCounts:
+    """CreateDataflow's `row_counts` (absent or malformed: none)."""
+    try:
+        return {int(node): [int(r) for r in rows] for node, rows in raw or ()}
+    except (TypeError, ValueError):
+        return {}
 
 
 class ProtocolError(Exception):

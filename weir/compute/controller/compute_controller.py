@@ -413,7 +413,8 @@ class ComputeController:
                               strategy: str = "recompute", index: Mapping[str, Any] | None = None,
                               errors_shard_id: str | None = None, thresholds_sql: str | None = None,
                               since: int | None = None, name: str | None = None,
-                              plan_nodes: Sequence[Sequence[Any]] | None = None) -> str:
+                              plan_nodes: Sequence[Sequence[Any]] | None = None,
+                              row_counts: Sequence[Sequence[Any]] | None = None) -> str:
         """Install a materialized-view dataflow on every replica of the cluster, now and
         whenever one (re)connects. Returns once a replica accepted it, with the strategy it
         runs ("linear" falls back to "recompute" for non-linear queries); raises WeirError
@@ -424,15 +425,21 @@ class ComputeController:
         `since`: a first AllowCompaction that travels with it (an index keeps history from
         there from its first step). `name`: the object's name, for the replica's introspection.
         `plan_nodes`: its plan, pinned when it was first created (`plan_nodes(dataflow_id)`
-        says it after that)."""
+        says it after that); `row_counts`: what its plan nodes produced in its last completed
+        hydration (`take_row_counts()` says when that changes), the replicas' expectations."""
         return await self._dataflows.create(cluster_id, dataflow_id, sql, inputs, output_shard_id,
                                             as_of, strategy, index, errors_shard_id, thresholds_sql, since, name,
-                                            plan_nodes)
+                                            plan_nodes, row_counts)
 
     def plan_nodes(self, dataflow_id: str) -> list[list[Any]] | None:
         """The dataflow's pinned plan [[plan node id, operator, parent id], ...], once known."""
         df = self._dataflows.dataflows.get(dataflow_id)
         return None if df is None else df.plan_nodes
+
+    def take_row_counts(self) -> dict[str, list[list[Any]]]:
+        """dataflow id -> [[plan node id, [rows per worker]], ...] of the hydrations that
+        replicas completed (by running the query) since the last call."""
+        return self._dataflows.take_row_counts()
 
     async def drop_dataflow(self, cluster_id: str, dataflow_id: str) -> None:
         """Uninstall it; returns once the connected replicas stopped it (or 30 s passed)."""

@@ -75,6 +75,10 @@ class InstalledDataflow:
     operators: dict[str, dict[tuple[int, int], P.HydrationProgress]] = field(default_factory=dict)
     # the plan's nodes [[id, operator, parent id], ...], pinned when a replica first created it
     plan_nodes: list[list[Any]] | None = None
+    # rows per plan node and worker of the last hydration a replica completed by running the
+    # query ([[id, [rows on worker 0, ...]], ...]): the next hydrations' expectations
+    row_counts: list[list[Any]] | None = None
+    counted: bool = False  # row_counts changed since the coordinator last took them
     created: asyncio.Future[dict[str, Any]] | None = None
 
     def command(self) -> dict[str, Any]:
@@ -99,6 +103,8 @@ class InstalledDataflow:
             command["name"] = self.name
         if self.plan_nodes is not None:
             command["plan_nodes"] = self.plan_nodes
+        if self.row_counts is not None:
+            command["row_counts"] = self.row_counts
         return command
 
 
@@ -196,6 +202,8 @@ class DataflowControl:
                 k, progress = P.HydrationProgress.from_wire(update)
                 ops[k] = progress
             df.operators[replica_id] = ops
+            if body.get("final"):
+                df.row_counts, df.counted = P.row_counts_to_wire(P.row_counts(ops)), True
         elif kind == P.DATAFLOW_CREATED:
             df.strategies[replica_id] = str(body.get("strategy"))
             if df.plan_nodes is None and body.get("plan_nodes"):
@@ -216,7 +224,8 @@ class DataflowControl:
                      strategy: str, index: Mapping[str, Any] | None = None,
                      errors_shard_id: str | None = None, thresholds_sql: str | None = None,
                      since: int | None = None, name: str | None = None,
-                     plan_nodes: Sequence[Sequence[Any]] | None = None) -> str:
+                     plan_nodes: Sequence[Sequence[Any]] | None = None,
+                     row_counts: Sequence[Sequence[Any]] | None = None) -> str:
         if dataflow_id in self.dataflows:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
         conns = await self._ctl.ready_connections(cluster_id)
@@ -225,6 +234,7 @@ class DataflowControl:
                                dict(index) if index is not None else None, errors_shard_id,
                                thresholds_sql, since, name)
         df.plan_nodes = [list(n) for n in plan_nodes] if plan_nodes else None
+        df.row_counts = P.row_counts_to_wire(P.row_counts_from_wire(row_counts)) if row_counts else None
         df.created = asyncio.get_running_loop().create_future()
         self.dataflows[dataflow_id] = df
         command = df.command()
@@ -295,6 +305,14 @@ class DataflowControl:
         for r in self._ctl.replicas.values():
             if r.conn is not None and not r.conn.closed:
                 r.conn.out.send_nowait(body)
+
+    def take_row_counts(self) -> dict[str, list[list[Any]]]:
+        """dataflow id -> its row counts, for those a hydration completed since the last call."""
+        out = {}
+        for d, df in self.dataflows.items():
+            if df.counted and df.row_counts is not None:
+                out[d], df.counted = df.row_counts, False
+        return out
 
     def write_frontiers(self) -> dict[str, dict[str, int]]:
         return {d: dict(df.frontiers) for d, df in self.dataflows.items()}

@@ -91,6 +91,8 @@ class DataflowSpec:
     thresholds_sql: str | None = None  # a temporal filter's flips (weir.compute.replica.temporal)
     # the plan's nodes, pinned when the dataflow was first created (weir.compute.replica.plan_ids)
     plan_nodes: tuple[PinnedNode, ...] | None = field(default=None, hash=False, compare=False)
+    # plan node -> rows per worker of its last completed hydration (hydration expectations)
+    row_counts: Mapping[int, list[int]] | None = field(default=None, hash=False, compare=False)
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> DataflowSpec:
@@ -107,7 +109,8 @@ class DataflowSpec:
                        str(body.get("strategy") or RECOMPUTE), dict(index) if index is not None else None,
                        str(output["errors_shard_id"]) if output.get("errors_shard_id") else None,
                        str(body["thresholds_sql"]) if body.get("thresholds_sql") else None,
-                       tuple(pinned) if (pinned := plan_ids.from_wire(body.get("plan_nodes"))) else None)
+                       tuple(pinned) if (pinned := plan_ids.from_wire(body.get("plan_nodes"))) else None,
+                       P.row_counts_from_wire(body.get("row_counts")) or None)
         except (KeyError, TypeError, ValueError) as e:
             raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed CreateDataflow: {e!r}") from None
         if spec.strategy not in STRATEGIES:

@@ -11,7 +11,11 @@ everywhere (stages Spark skipped included).
 A thread of its own polls the Spark listener every POLL_S while something hydrates and sends
 only changes, in HydrationStatus responses; a new controller connection gets everything
 again. The rows each node produced are kept per dataflow, as the expectation of its next
-hydration in this process (a rehydration after its inputs were compacted, ...).
+hydration in this process (a rehydration after its inputs were compacted, ...), and the
+update completing a hydration that ran the query says so (`final`): the controller keeps
+those rows in the catalog and hands them to every later CreateDataflow (`row_counts`), the
+expectation of a replica that has not hydrated the dataflow itself (a restart, a new
+replica, a server restart).
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ class OperatorHydration:
                  send: Callable[[dict[str, Any]], None]) -> None:
         self._listener, self._exports, self._send = listener, exports, send
         self._tracked: dict[str, _Tracked] = {}
-        self._previous: dict[str, dict[Key, int]] = {}  # dataflow -> rows per node and worker, last time
+        self._previous: dict[str, P.RowCounts] = {}  # dataflow -> rows per node and worker, last time
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -128,8 +132,8 @@ class OperatorHydration:
                 if t.alignment is None and pinned:
                     t.alignment = align(pinned, rec.nodes)
                 self._read_layout(t, flow, rec)
-            previous = self._previous.get(export_id, {})
-            new = progress(rec, pinned, t.alignment, t.layout, hydrated, previous)
+            previous = self._previous.get(export_id) or getattr(getattr(flow, "spec", None), "row_counts", None)
+            new = progress(rec, pinned, t.alignment, t.layout, hydrated, previous or {})
             if t.index:
                 new[(0, 0)] = Progress(hydrated)
             changed = [p.wire(n, w) for (n, w), p in sorted(new.items()) if t.current.get((n, w)) != p]
@@ -138,12 +142,16 @@ class OperatorHydration:
                     continue  # dropped or turned off meanwhile
                 t.current = new
                 t.done = hydrated
-                if hydrated and rec is not None:
-                    self._previous[export_id] = {k: p.rows for k, p in new.items()}
+                final = hydrated and rec is not None  # it ran the query: its rows are the next expectation
+                if final:
+                    self._previous[export_id] = P.row_counts(new)
             if hydrated and flow is not None:
                 flow.hydration_job = None  # the JVM plan it kept alive is not needed any more
-            if changed:
-                self._send({"type": P.HYDRATION_STATUS, "dataflow_id": export_id, "updates": changed})
+            if changed or final:
+                body: dict[str, Any] = {"type": P.HYDRATION_STATUS, "dataflow_id": export_id, "updates": changed}
+                if final:
+                    body["final"] = True
+                self._send(body)
         return True
 
     @staticmethod

@@ -18,8 +18,14 @@ What each node reports, per worker:
 - rows expected, only where it is known rather than guessed: a file scan reads exactly the
   rows its files hold (their statistics: weir.compute.replica.scan_layout); Project,
   ColumnarToRow, Sort, InputAdapter and an exchange's map side pass their input's rows on,
-  so they expect what their input expects; any other node expects what it produced in this
-  replica's previous hydration of the dataflow, and NULL without one;
+  so they expect what their input expects; any other node (filter, join, aggregate ...)
+  expects what it produced in the dataflow's previous hydration: this replica's, else the
+  last one any replica completed (the controller keeps it in the catalog, so it survives
+  replica and server restarts: CreateDataflow's `row_counts`), and NULL without one. That
+  run's rows are per worker: a node running on as many workers expects each worker's; a
+  node reported on worker 0 alone (one partition, its stage not started yet, or a pinned
+  node this run's plan no longer has) expects the node's total; any other count of
+  workers (a replica size that partitions otherwise) expects NULL;
 - bytes processed: a scan's worker, the bytes its task read from files; an exchange, the
   bytes its shuffle wrote; otherwise its "data size" metric, or 0;
 - started / finished: the launch of the first task for the worker's partition of the
@@ -175,12 +181,23 @@ class _Run:
         return {}
 
 
+def previously(previous: Mapping[int, Sequence[int]], node: int, worker: int, workers: int) -> int | None:
+    """What a node's worker expects from the previous hydration's rows per worker."""
+    rows = previous.get(node)
+    if not rows:
+        return None
+    if workers == 1:
+        return sum(rows)
+    return rows[worker] if len(rows) == workers else None
+
+
 def progress(rec: ExecutionRecord | None, pinned: Sequence[PinnedNode] | None,
              alignment: Mapping[int, int] | None, layout: Mapping[int, Sequence[int]],
-             hydrated: bool, previous: Mapping[Key, int]) -> dict[Key, Progress]:
+             hydrated: bool, previous: Mapping[int, Sequence[int]]) -> dict[Key, Progress]:
     """Each plan node's progress per worker in this (hydration) execution. `alignment`:
     job node -> pinned node (None: the job's own numbering is the plan's); `hydrated`: the
-    dataflow's frontier passed its as_of, so everything has."""
+    dataflow's frontier passed its as_of, so everything has; `previous`: plan node -> rows
+    per worker of the previous hydration."""
     out: dict[Key, Progress] = {}
     if rec is not None:
         run = _Run(rec, layout)
@@ -189,13 +206,14 @@ def progress(rec: ExecutionRecord | None, pinned: Sequence[PinnedNode] | None,
             stage = run.stages.get(job_node)
             rows, nbytes = run.rows(job_node), run.bytes(job_node)
             expected = run.expected(job_node)
-            for w in range(run.workers(job_node)):
+            workers = run.workers(job_node)
+            for w in range(workers):
                 k = (stage, w) if stage is not None else None
                 finished = run.done.get(k) if k is not None else None
-                exp = expected[w] if expected is not None else previous.get((node, w))
+                exp = expected[w] if expected is not None else previously(previous, node, w, workers)
                 out[(node, w)] = Progress(hydrated or finished is not None, rows.get(w, 0), exp,
                                           nbytes.get(w, 0), run.launched.get(k) if k else None, finished)
     for node, _, _ in pinned or ():
         if not any(n == node for n, _ in out):  # not found in this run (or none yet)
-            out[(node, 0)] = Progress(hydrated, 0, previous.get((node, 0)))
+            out[(node, 0)] = Progress(hydrated, 0, previously(previous, node, 0, 1))
     return out

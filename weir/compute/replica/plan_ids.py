@@ -17,6 +17,7 @@ own work have no plan node id: they are not part of the user's plan.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -75,13 +76,18 @@ def align(pinned: Sequence[PinnedNode], job: Sequence[_Node]) -> dict[int, int]:
 
     The pinned plan's root is looked for among the job's nodes; from each candidate both
     trees are walked together, child by child, as long as the operators agree. The
-    candidate that matches the most nodes wins (the earliest on a tie)."""
+    candidate that matches the most nodes wins; on a tie, the one whose subtree is most
+    like the pinned plan (its operators, counted): once Spark plans the query otherwise
+    (a sort-merge join where a broadcast join was pinned), the aggregates above the join
+    match as many nodes from the query's root as from the aggregate consolidating one of
+    its inputs, which holds a fraction of the plan; then the earliest."""
     if not pinned or not job:
         return {}
     pkids = _children([(i, p) for i, _, p in pinned])
     pnames = {i: key(n) for i, n, _ in pinned}
     jkids = _children([(n.node_id, n.parent_id) for n in job])
     jnames = {n.node_id: key(n.name) for n in job}
+    kinds = Counter(pnames.values())
     roots = pkids.get(None) or []
     if not roots:
         return {}
@@ -94,14 +100,28 @@ def align(pinned: Sequence[PinnedNode], job: Sequence[_Node]) -> dict[int, int]:
         for jc, pc in zip(jkids.get(j, ()), pkids.get(p, ()), strict=False):
             walk(jc, pc, out)
 
+    def subtree(j: int) -> Counter[str]:
+        out: Counter[str] = Counter()
+        todo = [j]
+        while todo:
+            n = todo.pop()
+            out[jnames.get(n, "")] += 1
+            todo.extend(jkids.get(n, ()))
+        return out
+
     best: dict[int, int] = {}
+    best_score = (0, 0.0)
     for j in sorted(jnames):
         if jnames[j] != pnames[root]:
             continue
         found: dict[int, int] = {}
         walk(j, root, found)
-        if len(found) > len(best):
-            best = found
+        if len(found) < best_score[0]:
+            continue
+        there = subtree(j)
+        score = (len(found), sum((there & kinds).values()) / sum((there | kinds).values()))
+        if score > best_score:
+            best, best_score = found, score
     return best
 
 
