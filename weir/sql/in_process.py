@@ -67,11 +67,14 @@ _SAME_CALLS = frozenset({"coalesce", "nullif", "lower", "upper", "length", "conc
 # differ at the edges: substring positions below 1, time zone changes, series, explode).
 _SAME_FUNCTIONS = frozenset({
     exp.Cast, exp.Case, exp.If, exp.Coalesce, exp.Nullif, exp.Upper, exp.Lower, exp.Length,
-    exp.Concat, exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.RegexpLike, exp.Greatest,
+    exp.Concat, exp.Count, exp.Min, exp.Max, exp.RegexpLike, exp.Greatest,
     exp.Least, exp.Abs, exp.Exists, exp.StartsWith, exp.ArrayContains, exp.CountIf,
     exp.LogicalAnd, exp.LogicalOr, exp.RowNumber, exp.Rank, exp.DenseRank, exp.Array, exp.And,
     exp.Or, exp.Replace, exp.GroupConcat, exp.ArrayToString,
 })
+# ... of which these are Spark ints and DuckDB bigints (sum and avg differ in their types
+# too, by their argument's: they are not above)
+_INT_RESULT = frozenset({exp.Length, exp.RowNumber, exp.Rank, exp.DenseRank})
 # Spark calls DuckDB has under another name: raise_error (weir's runtime errors, which
 # send the query to a replica to be raised there as PostgreSQL's); cardinality is len
 _RENAMED = {"raise_error": "error"}
@@ -120,6 +123,9 @@ def to_duckdb(spark_sql: str) -> str:
             continue  # positions from 1 on count alike (weir's substring() starts at greatest(p, 1))
         elif type(node) not in _SAME_FUNCTIONS:
             raise NotInProcess(f"{node.key} runs on Spark only")
+    for node in reversed(list(tree.find_all(*_INT_RESULT))):  # innermost first
+        value = node.parent if isinstance(node.parent, exp.Window) else node
+        value.replace(exp.Cast(this=value.copy(), to=exp.DataType.build("INT")))
     for node in tree.find_all(exp.RegexpLike, exp.RegexpExtract, exp.RegexpReplace, exp.RegexpSplit):
         pattern = node.expression
         if isinstance(pattern, exp.Literal) and pattern.is_string:
