@@ -85,6 +85,21 @@ _BASE: list[PgType] = [
     PgType("unknown", 705, -2, 0, "STRING", pa.string()),
 ]
 
+# Types only PostgreSQL's system catalogs use (pg_catalog's columns have them): values are
+# what their text output shows (a regproc is the function's name, an aclitem its text
+# 'grantee=arwd/grantor'), int2vector / oidvector are arrays shown as '1 2'. Named as
+# format_type() names them, so "char" keeps its quotes.
+_INT2_BASE, _OID_BASE = (next(t for t in _BASE if t.name == n) for n in ("smallint", "oid"))
+_CATALOG: list[PgType] = [
+    PgType('"char"', 18, 1, 1002, "STRING", pa.string()),
+    PgType("regproc", 24, 4, 1008, "STRING", pa.string()),
+    PgType("pg_node_tree", 194, -1, 0, "STRING", pa.string()),
+    PgType("aclitem", 1033, 12, 1034, "STRING", pa.string()),
+    PgType("int2vector", 22, -1, 1006, "ARRAY<SMALLINT>", pa.list_(pa.int16()), element=_INT2_BASE),
+    PgType("oidvector", 30, -1, 1013, "ARRAY<INT>", pa.list_(pa.int32()), element=_OID_BASE),
+]
+_BASE += _CATALOG
+
 BY_NAME: dict[str, PgType] = {t.name: t for t in _BASE}
 BY_OID: dict[int, PgType] = {t.oid: t for t in _BASE}
 
@@ -111,6 +126,9 @@ def array_of(element: PgType) -> PgType:
 for _t in list(_BASE):
     if _t.array_oid:
         BY_OID[_t.array_oid] = array_of(_t)
+# a catalog type's name is not SQL a user writes ("char"): parse_type finds them by name
+CATALOG_TYPES: dict[str, PgType] = {t.name: t for t in _CATALOG}
+CATALOG_TYPES.update({f"{t.name}[]": BY_OID[t.array_oid] for t in _CATALOG if t.array_oid})
 
 BOOL = BY_NAME["boolean"]
 INT2 = BY_NAME["smallint"]
@@ -172,6 +190,9 @@ _TYPE_RE = re.compile(r"^\s*([a-z_ ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\
 
 def parse_type(sql_name: str) -> PgType:
     """A type as written in SQL (`int`, `numeric(10,2)`, `text[]`, `varchar(20)`)."""
+    catalog = CATALOG_TYPES.get(sql_name.strip())
+    if catalog is not None:
+        return catalog
     m = _TYPE_RE.match(sql_name.lower())
     if not m:
         raise WeirError(SqlState.UNDEFINED_OBJECT, f'type "{sql_name}" does not exist')

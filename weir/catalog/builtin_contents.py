@@ -103,6 +103,10 @@ class BuiltinContents:
 
     def _recompute_items(self, b: BuiltinTable, compute: ItemRows, snap: Snapshot,
                          changed: dict[str, Item | None]) -> Changes:
+        if compute.related is not None and self._snapshot is not None:
+            more = compute.related(self._snapshot, snap, set(changed)) - changed.keys()
+            if more:
+                changed = {**changed, **{k: snap.item_by_id.get(k) for k in more}}
         return self.replace_item_rows(b, {
             item_id: compute.of(snap, item) if item is not None else [] for item_id, item in changed.items()})
 

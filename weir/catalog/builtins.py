@@ -120,10 +120,14 @@ def redact(sql: str) -> str:
 
 class ItemRows:
     """A builtin relation computed item by item: its rows are `of(snapshot, item)` over every
-    item, so after a change of a few items the builtin writer recomputes only their rows."""
+    item, so after a change of a few items the builtin writer recomputes only their rows.
+    An item's rows that also depend on other items (a table's relhasindex on its indexes)
+    name them with `related(old, new, changed ids)`: the other items to recompute too."""
 
-    def __init__(self, of: Callable[[Snapshot, Item], list[Row]]) -> None:
+    def __init__(self, of: Callable[[Snapshot, Item], list[Row]],
+                 related: Callable[[Snapshot, Snapshot, set[str]], set[str]] | None = None) -> None:
         self.of = of
+        self.related = related
 
     def __call__(self, snap: Snapshot) -> list[Row]:
         return [r for i in snap.items for r in self.of(snap, i)]
@@ -620,6 +624,12 @@ BUILTIN_VIEWS += tuple(
 BUILTIN_VIEWS += tuple(
     BuiltinView(ci.SCHEMA, v.name, f"s{480 + n}", 16780 + n, v.columns, v.sql())
     for n, v in enumerate(ci.LOG_VIEWS))
+
+# pg_catalog and information_schema (issue 14), built from the classes above
+from weir.catalog import builtin_information_schema as _is, builtin_pg_catalog as _pg  # noqa: E402, I001
+from weir.catalog import builtin_pg_system as _sys  # noqa: E402
+BUILTINS, BUILTIN_VIEWS = (*BUILTINS, *_pg.TABLES, *_sys.TABLES, *_is.TABLES), (
+    *BUILTIN_VIEWS, *_pg.VIEWS, *_sys.VIEWS, *_is.VIEWS)
 
 BUILTIN_TABLES = BUILTINS  # the name the adapter uses
 

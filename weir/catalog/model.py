@@ -237,7 +237,33 @@ class Snapshot:
     def database_of_schema(self) -> dict[str, str | None]:
         return {x.id: x.database_id for x in self.schemas}
 
+    @cached_property
+    def item_by_id(self) -> dict[str, Item]:
+        return {i.id: i for i in self.items}
+
+    @cached_property
+    def role_by_id(self) -> dict[str, Role]:
+        return {r.id: r for r in self.roles}
+
+    @cached_property
+    def schema_by_id(self) -> dict[str, Schema]:
+        return {x.id: x for x in self.schemas}
+
+    @cached_property
+    def indexes_on(self) -> dict[str, list[Item]]:
+        """Each indexed object's indexes, by the object's id."""
+        out: dict[str, list[Item]] = {}
+        for i in self.items:
+            if i.kind == INDEX:
+                out.setdefault(index_on(i), []).append(i)
+        return out
+
     def non_item_parts(self) -> tuple[Any, ...]:
         """Everything but the items: equal in two snapshots when only items changed."""
         return (self.databases, self.schemas, self.roles, self.role_members, self.clusters,
                 self.replicas, self.privileges)
+
+
+def index_on(index: Item) -> str:
+    """The id of the object an index indexes."""
+    return index.definition.get("on_id") or (index.dependencies[0] if index.dependencies else "")

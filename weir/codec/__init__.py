@@ -45,6 +45,7 @@ _BOOL, _INT2, _INT4, _INT8, _OID, _MZ_TS = 16, 21, 23, 20, 26, 16552
 _FLOAT4, _FLOAT8, _NUMERIC = 700, 701, 1700
 _TEXT, _VARCHAR, _BPCHAR, _NAME, _UNKNOWN, _JSON, _JSONB = 25, 1043, 1042, 19, 705, 114, 3802
 _DATE, _TIMESTAMP, _TIMESTAMPTZ, _INTERVAL, _UUID, _BYTEA = 1082, 1114, 1184, 1186, 2950, 17
+_INT2VECTOR, _OIDVECTOR = 22, 30  # arrays whose text form is '1 2' (the system catalogs')
 
 
 def _invalid(tname: str, s: str) -> WeirError:
@@ -200,6 +201,8 @@ _IN: dict[int, Callable[[str, PgType], Any]] = {
     _INTERVAL: lambda s, t: cdt.parse_interval(s),
     _UUID: _uuid_in,
     _BYTEA: _bytea_in,
+    _INT2VECTOR: lambda s, t: [_int_in(x, BY_OID[_INT2]) for x in s.split()],
+    _OIDVECTOR: lambda s, t: [_int_in(x, BY_OID[_OID]) for x in s.split()],
 }
 
 
@@ -230,6 +233,8 @@ _OUT: dict[int, Callable[[Any], str]] = {
     _INTERVAL: lambda v: cinterval.out(v) if isinstance(v, cinterval.PgInterval) else cdt.interval_out(v),
     _UUID: _uuid_out,
     _BYTEA: lambda v: "\\x" + v.hex(),
+    _INT2VECTOR: lambda v: " ".join(str(x) for x in v),
+    _OIDVECTOR: lambda v: " ".join(str(x) for x in v),
 }
 # Element types whose text output never needs quoting inside an array literal.
 _ARRAY_PLAIN = frozenset({_BOOL, _INT2, _INT4, _INT8, _OID, _MZ_TS, _FLOAT4, _FLOAT8, _NUMERIC,
@@ -312,7 +317,7 @@ _FIXED_LEN = {_BOOL: 1, _INT2: 2, _INT4: 4, _INT8: 8, _OID: 4, _MZ_TS: 8, _FLOAT
 
 # ---------------------------------------------------------------- arrays
 
-_JSONISH = (_JSON, _JSONB)  # element types whose values may themselves be lists
+_JSONISH = (_JSON, _JSONB, _INT2VECTOR, _OIDVECTOR)  # element types whose values may be lists
 
 
 def _array_out(v: Sequence[Any], t: PgType) -> str:
@@ -386,7 +391,7 @@ def encode_binary(value: Any, t: PgType) -> bytes:
 
 
 def _decode_str(s: str, t: PgType) -> Any:
-    if t.element is not None:
+    if t.element is not None and t.oid not in _IN:
         return _array_in(s, t)
     f = _IN.get(t.oid)
     return s if f is None else f(s, t)
