@@ -91,7 +91,7 @@ def test_indexes_tables_views(objs: tuple) -> None:
     [(indrelid, indkey)] = rows(c, "SELECT indrelid, indkey FROM pg_index WHERE indexrelid = %s", oids["t_a_idx"])
     assert indrelid == oids["t"] and str(indkey) in ("1", "[1]")
     assert rows(c, "SELECT schemaname, tablename, indexname, indexdef FROM pg_indexes WHERE schemaname = 'pgc'") == [
-        ("pgc", "t", "t_a_idx", "CREATE INDEX t_a_idx IN CLUSTER quickstart ON pgc.t (a)")]
+        ("pgc", "t", "t_a_idx", "CREATE INDEX t_a_idx IN CLUSTER quickstart ON pgc.t USING arrangement (a)")]
     assert rows(c, "SELECT tablename, tableowner, hasindexes FROM pg_tables WHERE schemaname = 'pgc'") == [
         ("t", "materialize", True)]
     [(name, owner, definition)] = rows(c, "SELECT viewname, viewowner, definition FROM pg_views "

@@ -120,7 +120,7 @@ def test_relations_follow_the_catalog(cat: Catalog) -> None:
     assert (ix["indrelid"], ix["indkey"], ix["indnatts"], ix["indcollation"]) == (t.oid, [2], 1, [100])
     [ixs] = [r for r in rel(cat, "pg_indexes") if r["indexname"] == "t_b_idx"]
     assert (ixs["schemaname"], ixs["tablename"]) == ("public", "t")
-    assert ixs["indexdef"] == "CREATE INDEX t_b_idx IN CLUSTER quickstart ON public.t (b)"
+    assert ixs["indexdef"] == "CREATE INDEX t_b_idx IN CLUSTER quickstart ON public.t USING arrangement (b)"
     assert [(r["tablename"], r["tableowner"], r["hasindexes"]) for r in rel(cat, "pg_tables")
             if r["database_name"] == "materialize"] == [("t", "materialize", True)]
     assert [(r["viewname"], r["definition"]) for r in rel(cat, "pg_views")

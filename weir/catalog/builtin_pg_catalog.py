@@ -234,13 +234,15 @@ def _index_of(s: Snapshot, i: Item) -> list[Row]:
 
 
 def index_definition(s: Snapshot, i: Item) -> str:
-    """pg_indexes.indexdef: the index as weir's CREATE INDEX names it, fully qualified."""
+    """pg_indexes.indexdef (and pg_get_indexdef()): the index as weir's CREATE INDEX names it,
+    fully qualified, with PostgreSQL's USING clause naming its kind."""
     on = s.item_by_id.get(index_on(i))
     cluster = next((c.name for c in s.clusters if c.id == i.cluster_id), None)
     keys = ", ".join(quote_ident(k) if pos else f"({k})" for k, pos, _ in key_columns(i))
     where = f"{quote_ident(on.schema_name)}.{quote_ident(on.name)}" if on is not None else "?"
     in_cluster = f" IN CLUSTER {quote_ident(cluster)}" if cluster else ""
-    return f"CREATE INDEX {quote_ident(i.name)}{in_cluster} ON {where} ({keys})"
+    # USING arrangement: what a weir index is (psql's \d prints what follows " USING ")
+    return f"CREATE INDEX {quote_ident(i.name)}{in_cluster} ON {where} USING arrangement ({keys})"
 
 
 def _indexes_of(s: Snapshot, i: Item) -> list[Row]:

@@ -268,6 +268,24 @@ TABLES: list[BuiltinTable] = [
                    "objsubid", "virtualtransaction", "pid", "mode", "waitstart"})),
     BuiltinTable(PG_CATALOG, "pg_shdescription", *ids(632), _t(
         ("objoid", OID), ("classoid", OID), ("description", TEXT)), _none),
+    # What weir has none of (row security policies, extended statistics, logical
+    # replication publications): empty, for the queries psql's \d sends
+    BuiltinTable(PG_CATALOG, "pg_policy", *ids(633), _t(
+        ("oid", OID), ("polname", NAME), ("polrelid", OID), ("polcmd", CHAR), ("polpermissive", BOOL),
+        ("polroles", OID_ARRAY), ("polqual", NODE_TREE), ("polwithcheck", NODE_TREE)), _none,
+        frozenset({"polqual", "polwithcheck"})),
+    BuiltinTable(PG_CATALOG, "pg_statistic_ext", *ids(634), _t(
+        ("oid", OID), ("stxrelid", OID), ("stxname", NAME), ("stxnamespace", OID), ("stxowner", OID),
+        ("stxstattarget", INT4), ("stxkeys", INT2VECTOR), ("stxkind", CHAR_ARRAY), ("stxexprs", NODE_TREE)), _none,
+        frozenset({"stxexprs"})),
+    BuiltinTable(PG_CATALOG, "pg_publication", *ids(635), _t(
+        ("oid", OID), ("pubname", NAME), ("pubowner", OID), ("puballtables", BOOL), ("pubinsert", BOOL),
+        ("pubupdate", BOOL), ("pubdelete", BOOL), ("pubtruncate", BOOL), ("pubviaroot", BOOL)), _none),
+    BuiltinTable(PG_CATALOG, "pg_publication_namespace", *ids(636), _t(
+        ("oid", OID), ("pnpubid", OID), ("pnnspid", OID)), _none),
+    BuiltinTable(PG_CATALOG, "pg_publication_rel", *ids(637), _t(
+        ("oid", OID), ("prpubid", OID), ("prrelid", OID), ("prqual", NODE_TREE), ("prattrs", INT2VECTOR)), _none,
+        frozenset({"prqual", "prattrs"})),
 ]
 
 VIEWS: list[BuiltinView] = [

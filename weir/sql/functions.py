@@ -244,6 +244,18 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
     return node
 
 
+# array_to_string of text-like elements is Spark's array_join: both leave NULL elements
+# out unless given a text for them (other elements' text forms differ: floats, timestamps)
+_TEXT_ELEMENTS = frozenset({25, 1043, 19, 1033})
+
+
+def _array_to_string(node: exp.Expression, types: Types) -> exp.Expression:
+    t = types.of(node.this)
+    if t is None or t.element is None or t.element.oid not in _TEXT_ELEMENTS:
+        raise not_supported("function array_to_string of an array other than text")
+    return node
+
+
 _HANDLERS: dict[type, _Handler] = {
     exp.Log: tr.log, exp.Ln: tr.ln, exp.Exp: tr.exp_, exp.Sqrt: tr.sqrt, exp.Pow: tr.power,
     exp.ArrayAgg: tr.array_agg, exp.ArrayConcat: tr.array_cat, exp.DPipe: tr.dpipe,
@@ -256,7 +268,7 @@ _HANDLERS: dict[type, _Handler] = {
     exp.WindowSpec: tr.window_spec, exp.Lead: tr.lead_lag, exp.Lag: tr.lead_lag,
     **{op: comparisons.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
     **{op: comparisons.pattern_match for op in (exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike)},
-    exp.Length: tr.length, exp.Array: tr.array_constructor,
+    exp.Length: tr.length, exp.Array: tr.array_constructor, exp.ArrayToString: lambda n, t: _array_to_string(n, t),
 }
 _HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its operators; ||, -, =, casts of jsonb
 _HANDLERS.update(text_functions.HANDLERS)  # left, right, lpad, rpad, concat_ws, split_part, translate, chr
