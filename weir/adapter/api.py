@@ -45,9 +45,10 @@ class Rows:
     batches: AsyncIterator[list[tuple[Any, ...]]]
     tag_prefix: str = "SELECT"
     sent_bytes: int = 0  # counted by pgwire as it sends rows (statement history's result_size)
+    counted: bool = True  # False: the tag is the prefix alone (PostgreSQL's SHOW <variable>)
 
     def tag(self, row_count: int) -> str:
-        return f"{self.tag_prefix} {row_count}"
+        return f"{self.tag_prefix} {row_count}" if self.counted else self.tag_prefix
 
 
 @dataclass

@@ -89,7 +89,7 @@ async def prepare(session: Session, stmt: st.Statement, param_oids: list[int]) -
         else:
             from weir.catalog.vars import lookup_var
 
-            columns = [api.Column(lookup_var(name).name.lower(), T.TEXT)]
+            columns = [api.Column(lookup_var(name).name, T.TEXT)]  # DateStyle, as PostgreSQL names it
     elif isinstance(stmt, st.ShowObjects):
         columns = await planning.describe(session, planning.plan(session, show_query(session, stmt)))
     elif isinstance(stmt, st.ExecutePrepared):

@@ -34,7 +34,11 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
         raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION,
                         "a transaction that creates an object may only create one hold on it next")
     if isinstance(stmt, st.Query):
-        return await planning.run(session, stmt.expr, params, types, key=stmt.sql, as_of=stmt.as_of)
+        session.applying = True  # set_config() in it takes effect
+        try:
+            return await planning.run(session, stmt.expr, params, types, key=stmt.sql, as_of=stmt.as_of)
+        finally:
+            session.applying = False
     if isinstance(stmt, st.CopyTo):
         if stmt.subscribe is not None:
             columns, batches = await subscribe.subscribe(session, stmt.subscribe)
@@ -60,10 +64,19 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, st.ShowVariable):
         return await _show_var(session, stmt)
     if isinstance(stmt, st.SetVariable):
+        outside = session.txn is None or not session.txn.explicit
         if stmt.name in ("transaction_isolation",) and stmt.local:
+            # SET TRANSACTION: every level is serializable or stricter
+            if outside and stmt.sql.lstrip().upper().startswith("SET") and \
+                    stmt.sql.split()[1].upper() == "TRANSACTION":
+                session.notice("SET TRANSACTION can only be used in transaction blocks",
+                               SqlState.NO_ACTIVE_SQL_TRANSACTION, "WARNING")
             return api.Command("SET")
         settable_var(stmt.name, "session")
-        session.set_var(stmt.name, stmt.value)
+        if stmt.local and outside:
+            session.notice("SET LOCAL can only be used in transaction blocks",
+                           SqlState.NO_ACTIVE_SQL_TRANSACTION, "WARNING")
+        session.set_var(stmt.name, stmt.value, local=stmt.local)
         return api.Command("SET")
     if isinstance(stmt, st.ResetVariable):
         if stmt.name == "all":
@@ -87,22 +100,40 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
         # drivers (psycopg) deallocate the ones they evict from their caches.
         return api.Command("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
     if isinstance(stmt, st.Discard):
-        session.discard_vars()
-        return api.Command("DISCARD ALL")
+        return await _discard(session, stmt)
     if isinstance(stmt, (st.Insert, st.Update, st.Delete)):
         return await dml.execute(session, stmt, params, types)
     return await ddl.execute(session, stmt)
 
 
 async def _show_var(session: Session, stmt: st.ShowVariable) -> api.Rows:
+    """SHOW <variable> / SHOW ALL: PostgreSQL's columns and bare SHOW tag (SHOW ALL lists
+    weir's variables, as Materialize lists its own)."""
     if stmt.name == "all":
         rows = [(v.name, session.get_var(v.name), v.description) for v in VARS]
         cols = [api.Column("name", T.TEXT), api.Column("setting", T.TEXT), api.Column("description", T.TEXT)]
-        return await _rows(cols, rows, "SHOW")
-    v = lookup_var(stmt.name)
-    system = is_system_alias(stmt.name)  # statement_logging_default_sample_rate
-    value = session.coord.system_var(v.name) if system else session.get_var(v.name)
-    return await _rows([api.Column(v.name.lower(), T.TEXT)], [(value,)], "SHOW")
+    else:
+        v = lookup_var(stmt.name)
+        system = is_system_alias(stmt.name)  # statement_logging_default_sample_rate
+        value = session.coord.system_var(v.name) if system else session.get_var(v.name)
+        cols, rows = [api.Column(v.name, T.TEXT)], [(value,)]  # named as PostgreSQL names it (DateStyle)
+    result = await _rows(cols, rows, "SHOW")
+    result.counted = False
+    return result
+
+
+async def _discard(session: Session, stmt: st.Discard) -> api.Command:
+    """DISCARD ALL: close the session's cursors, deallocate its PREPAREd statements and reset
+    its variables, as a connection pooler expects; PLANS, SEQUENCES and TEMP have nothing
+    to discard (plans are shared and re-planned when the catalog changes; weir has neither
+    sequences nor temporary objects)."""
+    if stmt.what == "ALL":
+        if session.txn is not None and session.txn.explicit:
+            raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION, "DISCARD ALL cannot run inside a transaction block")
+        await cursors.close_all(session)
+        session.sql_prepared.clear()
+        session.discard_vars()
+    return api.Command(f"DISCARD {stmt.what}")
 
 
 def _alter_system(session: Session, stmt: st.AlterSystem) -> api.Command:
@@ -148,6 +179,7 @@ async def _transaction(session: Session, stmt: st.Transaction) -> api.Command:
     session.txn = None
     txn.release()
     await cursors.close_all(session)
+    session.end_transaction_vars(txn, committed=stmt.action == "commit" and not txn.failed)
     if stmt.action == "rollback" or txn.failed:
         return api.Command("ROLLBACK")
     if txn.ddl:

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from weir.adapter import api, privileges
 from weir.catalog.model import Role
-from weir.catalog.vars import VARS, lookup_var, normalize_var
+from weir.catalog.vars import VARS, lookup_var, normalize_var, settable_var
 from weir.errors import SqlState, WeirError
 from weir.sql import parse as sqlparse
 from weir.sql import statements as st
@@ -33,6 +33,10 @@ class Transaction:
     hold: Any = None  # read hold at read_ts for the transaction's lifetime
     # BEGIN; CREATE INDEX | MATERIALIZED VIEW ...; CREATE HOLD ... ON it; COMMIT: run at COMMIT
     ddl: list[Any] = field(default_factory=list)
+    # variables changed in the transaction: their values before it (None: not set), restored
+    # at ROLLBACK; and the values SET (not SET LOCAL) in it, which COMMIT keeps
+    saved_vars: dict[str, str | None] = field(default_factory=dict)
+    session_vars: dict[str, str | None] = field(default_factory=dict)
 
     def release(self) -> None:
         if self.hold is not None:
@@ -69,7 +73,9 @@ class Session(api.Session):
         self.cursors: dict[str, Any] = {}
         self.sql_prepared: dict[str, api.PreparedStatement] = {}  # PREPARE name AS ...
         self._planning_key: tuple[Any, Any] = (None, None)
+        self.applying = False  # a statement is being executed (not described): set_config() applies
         self.vars["database"] = database
+        self.startup_database = database  # what RESET ALL / DISCARD ALL go back to
         for key, value in startup.items():
             if key in ("user", "database", "replication"):
                 continue
@@ -100,22 +106,58 @@ class Session(api.Session):
             return self.vars[v.name]
         return self.coord.system_var(v.name)
 
-    def set_var(self, name: str, value: str | None, *, report: bool = True) -> None:
+    def set_var(self, name: str, value: str | None, *, report: bool = True, local: bool = False) -> str:
+        """SET (value None: RESET) `name` for the session, or with `local` for the explicit
+        transaction only (outside one, SET LOCAL changes nothing). Returns the value as SHOW
+        gives it. A change made in a transaction is undone if it rolls back, as in PostgreSQL."""
+        v = lookup_var(name)
+        canonical = normalize_var(name, value, "session")[1] if value is not None else None
+        txn = self.txn if self.txn is not None and self.txn.explicit else None
+        if local and txn is None:
+            return canonical if canonical is not None else self._default_of(v.name)
+        if txn is not None:
+            txn.saved_vars.setdefault(v.name, self.vars.get(v.name))
+            if not local:
+                txn.session_vars[v.name] = canonical
+        return self._put_var(v.name, canonical, report)
+
+    def _default_of(self, name: str) -> str:
+        return self.coord.system_var(name) if name != "database" else self.startup_database
+
+    def _put_var(self, name: str, canonical: str | None, report: bool = True) -> str:
         v = lookup_var(name)
         self.var_version += 1
-        if value is None:
+        if canonical is None and v.name == "database":
+            canonical = self.vars[v.name] = self.startup_database  # the connection's, as in PostgreSQL
+        elif canonical is None:
             self.vars.pop(v.name, None)
             canonical = self.get_var(v.name)
         else:
-            v, canonical = normalize_var(name, value, "session")
             self.vars[v.name] = canonical
         if report and v.report:
             self._param_changes[v.name] = canonical
+        return canonical
+
+    def set_config(self, name: str, value: str | None, local: bool) -> str:
+        """set_config(name, value, is_local): SET (or SET LOCAL) from a query; returns the new value."""
+        settable_var(name, "session")
+        return self.set_var(name, value, local=local)
+
+    def end_transaction_vars(self, txn: Transaction, committed: bool) -> None:
+        """Undo the transaction's SET LOCALs (and, unless it committed, its SETs)."""
+        for name, before in txn.saved_vars.items():
+            after = txn.session_vars[name] if committed and name in txn.session_vars else before
+            if self.vars.get(name) != after:
+                self._put_var(name, after)
 
     def discard_vars(self) -> None:
         """DISCARD ALL: every session variable back to its default."""
-        self.vars = {"database": self.database}
+        changed = [name for name in self.vars if name != "database"]
+        self.vars = {"database": self.startup_database}
         self.var_version += 1
+        for name in changed:
+            if lookup_var(name).report:
+                self._param_changes[name] = self.get_var(name)
 
     def parameter_statuses(self) -> dict[str, str]:
         return {v.name: self.get_var(v.name) for v in VARS if v.report}
@@ -156,7 +198,8 @@ class Session(api.Session):
     def context(self, timestamp: int | None = None) -> SessionContext:
         return SessionContext(user=self.user, database=self.database, search_path=self.search_path,
                               connection_id=self.connection_id, timestamp=timestamp,
-                              setting=self.get_var, statement_log_access=self.statement_log_access(),
+                              setting=self.get_var, set_config=self.set_config if self.applying else None,
+                              statement_log_access=self.statement_log_access(),
                               existing_schemas=self.existing_schemas,
                               visible_objects=lambda: privileges.visible_objects(self))
 

@@ -313,6 +313,9 @@ VARS: tuple[VarDef, ...] = (
            "clients.", session=False, system=False, report=True),
     VarDef("server_version_num", "int", "150004", "The PostgreSQL version as an integer.",
            session=False, system=False),
+    VarDef("max_identifier_length", "int", "63", "The longest identifier, in bytes, that "
+           "catalog reads show whole (their name columns keep PostgreSQL's 63).",
+           session=False, system=False),
     VarDef("session_authorization", "text", "", "The role of the current session.",
            session=False, system=False, report=True),
     VarDef("standard_conforming_strings", "bool", "on", "Whether '...' strings treat "

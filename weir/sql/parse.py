@@ -325,9 +325,19 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
             return found
     if head == "SET":
         if len(upper) > 1 and upper[1] == "TRANSACTION":
-            return st.SetVariable(text, "transaction_isolation", parse_set.isolation(" ".join(words[2:])), True)
+            level, _ = parse_set.transaction_modes(" ".join(words[2:]))
+            return st.SetVariable(text, "transaction_isolation", level, True)  # local: this transaction's
         if len(upper) > 1 and upper[1] == "SESSION" and len(upper) > 2 and upper[2] == "CHARACTERISTICS":
-            return st.SetVariable(text, "transaction_isolation", parse_set.isolation(" ".join(words[3:])), False)
+            if upper[3:5] != ["AS", "TRANSACTION"]:
+                at = words[3] if len(words) > 3 and upper[3] != "AS" else (words[4] if len(words) > 4 else "")
+                raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{at}"' if at
+                                else "syntax error at end of input")
+            level, access = parse_set.transaction_modes(" ".join(words[5:]))
+            if access == "read only":
+                raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "SET SESSION CHARACTERISTICS AS TRANSACTION "
+                                "READ ONLY is not supported (weir has no read-only transactions)")
+            # READ WRITE and [NOT] DEFERRABLE alone change nothing: a local SET of the level is a no-op
+            return st.SetVariable(text, "transaction_isolation", level, level is None)
         return parse_set.parse_set_words(text)
     if head == "RESET":
         if len(words) != 2:
@@ -392,7 +402,12 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
             raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in DEALLOCATE")
         return st.Deallocate(text, None if rest[0].upper() == "ALL" else ident(rest[0]))
     if head == "DISCARD":
-        return st.Discard(text)
+        what = {"ALL": "ALL", "PLANS": "PLANS", "SEQUENCES": "SEQUENCES", "TEMP": "TEMP",
+                "TEMPORARY": "TEMP"}.get(upper[1] if len(upper) == 2 else "")
+        if what is None:
+            raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{words[min(len(words) - 1, 2)]}"'
+                            if len(words) > 1 else "syntax error at end of input")
+        return st.Discard(text, what)
     if head == "CREATE" and len(upper) > 2 and upper[1] in ("ROLE", "USER"):
         return st.CreateRole(text, ident(words[2]), parse_roles.role_options(words[3:]))
     if head == "ALTER" and len(upper) > 1 and upper[1] == "SYSTEM":

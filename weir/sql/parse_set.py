@@ -10,7 +10,7 @@ from sqlglot import exp
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 from weir.sql.dialect import Weir
-from weir.sql.parse_words import WS, ident, split_commas, string_literal
+from weir.sql.parse_words import ident, split_commas, string_literal
 
 _DIALECT = Weir()
 
@@ -81,7 +81,55 @@ def parse_alter_system(text: str, words: list[str], upper: list[str]) -> st.Stat
 
 
 def isolation(raw: str) -> str:
-    m = re.search(r"ISOLATION\s+LEVEL\s+(.+)$", raw, re.IGNORECASE)
+    """The isolation level of `ISOLATION LEVEL <level> [, <other modes>]` (42601 without one)."""
+    m = re.search(r"\bISOLATION\b(.*)$", raw, re.IGNORECASE | re.DOTALL)
     if not m:
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{raw.split()[0] if raw else ''}\"")
-    return WS.sub(" ", m.group(1).strip()).lower()
+    level, _ = transaction_modes("ISOLATION" + m.group(1))
+    assert level is not None
+    return level
+
+
+# PostgreSQL's levels and Materialize's strict serializable
+_LEVELS = (("READ", "UNCOMMITTED"), ("READ", "COMMITTED"), ("REPEATABLE", "READ"), ("SERIALIZABLE",),
+           ("STRICT", "SERIALIZABLE"))
+
+
+def transaction_modes(raw: str) -> tuple[str | None, str | None]:
+    """The transaction modes of SET [SESSION CHARACTERISTICS AS] TRANSACTION and BEGIN:
+    `ISOLATION LEVEL <level>`, `READ WRITE | READ ONLY`, `[NOT] DEFERRABLE`, separated by
+    commas or spaces. Returns (isolation level, 'read only' | 'read write'), each None when
+    not given; PostgreSQL's 42601 for anything else (at least one mode is required)."""
+    words = [w for w in re.split(r"\s+|(,)", raw.strip().rstrip(";")) if w]
+    upper = [w.upper() for w in words]
+    level = access = None
+    i, seen = 0, 0
+
+    def error(at: int) -> WeirError:
+        where = f'at or near "{words[at]}"' if at < len(words) else "at end of input"
+        return WeirError(SqlState.SYNTAX_ERROR, f"syntax error {where}")
+
+    while i < len(upper) or not seen:
+        if seen and upper[i] == ",":
+            i += 1
+        if i >= len(upper):
+            raise error(i)
+        if upper[i:i + 2] == ["ISOLATION", "LEVEL"]:
+            for lv in _LEVELS:
+                if tuple(upper[i + 2:i + 2 + len(lv)]) == lv:
+                    level = " ".join(lv).lower()
+                    i += 2 + len(lv)
+                    break
+            else:
+                raise error(i + 2 + (1 if upper[i + 2:i + 3] in (["READ"], ["REPEATABLE"], ["STRICT"]) else 0))
+        elif upper[i:i + 2] in (["READ", "WRITE"], ["READ", "ONLY"]):
+            access = " ".join(upper[i:i + 2]).lower()
+            i += 2
+        elif upper[i] == "DEFERRABLE":
+            i += 1
+        elif upper[i:i + 2] == ["NOT", "DEFERRABLE"]:
+            i += 2
+        else:
+            raise error(i)
+        seen += 1
+    return level, access

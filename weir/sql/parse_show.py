@@ -14,6 +14,11 @@ _SHOW_OBJECTS = {
     ("MATERIALIZED", "VIEWS"): "materialized views", ("CLUSTER", "REPLICAS"): "cluster replicas",
     ("COLUMNS",): "columns", ("HOLDS",): "holds",
 }
+# PostgreSQL's SHOW spellings of a variable in several words
+_SHOW_PHRASES = {
+    ("TRANSACTION", "ISOLATION", "LEVEL"): "transaction_isolation", ("TIME", "ZONE"): "timezone",
+    ("SESSION", "AUTHORIZATION"): "session_authorization",
+}
 # what takes IN CLUSTER (Materialize: the objects that run on a cluster)
 _ON_CLUSTER = frozenset({"materialized views", "indexes", "sources"})
 
@@ -27,6 +32,9 @@ def parse_show(text: str, words: list[str], upper: list[str]) -> st.Statement:
             what, consumed = name, len(key)
             break
     if what is None:
+        phrase = _SHOW_PHRASES.get(tuple(upper[1:]))
+        if phrase is not None:
+            return st.ShowVariable(text, phrase)
         if len(words) != 2:
             raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{words[2]}\"")
         return st.ShowVariable(text, ident(words[1]))

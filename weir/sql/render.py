@@ -44,6 +44,9 @@ class SessionContext:
     mz_now_parameter: bool = False
     # mz_visible_objects(): the ids of the objects whose statuses the session may see; None: all
     visible_objects: Callable[[], list[str] | None] | None = None
+    # set_config(name, value, is_local): sets and returns the canonical value; None when the
+    # statement is only being described (set_config then changes nothing)
+    set_config: Callable[[str, str | None, bool], str] | None = None
 
     def schemas(self) -> list[str]:
         return self.search_path if self.existing_schemas is None else self.existing_schemas()
@@ -78,6 +81,10 @@ def output_name(e: exp.Expression) -> str:
         return "array"
     if isinstance(e, exp.CurrentVersion):
         return "version"
+    if isinstance(e, exp.Dot) and isinstance(e.expression, exp.Func):
+        return output_name(e.expression)  # pg_catalog.version(): the function's name
+    if isinstance(e, exp.CurrentCatalog):
+        return "current_catalog"
     if isinstance(e, exp.Anonymous):
         return e.meta.get("weir_output_name") or e.name.lower()
     if isinstance(e, (exp.CurrentUser, exp.SessionUser)):
@@ -148,11 +155,34 @@ def name_outputs(expr: exp.Expression) -> list[str | None]:
 _TEXT_FUNCTIONS = ("mz_statement_log_access",)
 
 
+# pg_catalog.f(...) of a session function is f(...) (psql, pgjdbc and SQLAlchemy qualify them)
+_QUALIFIED: dict[str, Callable[[exp.Anonymous], exp.Expression]] = {
+    "version": lambda a: exp.CurrentVersion(),
+    "current_database": lambda a: exp.CurrentDatabase(),
+    "current_schema": lambda a: exp.CurrentSchema(),
+    "current_schemas": lambda a: exp.CurrentSchemas(this=a.expressions[0] if a.expressions else None),
+    "current_setting": lambda a: a, "set_config": lambda a: a, "pg_backend_pid": lambda a: a,
+    "now": lambda a: a, "mz_now": lambda a: a,
+}
+
+
+def _unqualified(node: exp.Expression) -> exp.Expression:
+    """`pg_catalog.f(...)` / `mz_catalog.f(...)` of a session function as the plain call."""
+    if isinstance(node, exp.Dot) and isinstance(node.this, exp.Identifier) \
+            and node.this.name.lower() in ("pg_catalog", "mz_catalog") and isinstance(node.expression, exp.Anonymous):
+        make = _QUALIFIED.get(node.expression.name.lower())
+        if make is not None and not (node.expression.name.lower() in ("version", "current_database")
+                                     and node.expression.expressions):
+            return make(node.expression)
+    return node
+
+
 def session_function_type(node: exp.Expression) -> PgType | None:
     """The type of a session-dependent function call (its value comes from the session
     or the statement, not from the data), or None if `node` is not one."""
+    node = _unqualified(node)
     if isinstance(node, (exp.CurrentVersion, exp.CurrentUser, exp.SessionUser, exp.CurrentDatabase,
-                         exp.CurrentSchema)):
+                         exp.CurrentSchema, exp.CurrentCatalog)):
         return T.TEXT
     if isinstance(node, exp.Column) and not node.table and node.name.lower() in ("current_role", "user") \
             and not (isinstance(node.this, exp.Identifier) and node.this.quoted):
@@ -173,14 +203,69 @@ def session_function_type(node: exp.Expression) -> PgType | None:
             return T.TEXT
         if fname == "pg_backend_pid":
             return T.INT4
-        if fname == "current_setting" and node.expressions:
-            arg = node.expressions[0]
-            if isinstance(arg, exp.Literal) and arg.is_string:
-                return T.TEXT
+        if fname == "current_setting" and len(node.expressions) in (1, 2):
+            return T.TEXT
+        if fname == "set_config" and len(node.expressions) == 3:
+            return T.TEXT
     return None
 
 
+def _constant_arg(fname: str, e: exp.Expression) -> Any:
+    """The value of a constant argument of current_setting / set_config: str, bool or None."""
+    while isinstance(e, (exp.Paren, exp.Cast)):
+        e = e.this
+    if isinstance(e, exp.Literal):
+        return e.this
+    if isinstance(e, exp.Null):
+        return None
+    if isinstance(e, exp.Boolean):
+        return bool(e.this)
+    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{fname}() takes constant arguments here")
+
+
+def _flag(fname: str, value: Any) -> bool:
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("t", "true", "y", "yes", "on", "1"):
+            return True
+        if low in ("f", "false", "n", "no", "off", "0"):
+            return False
+        raise WeirError(SqlState.INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type boolean: "{value}"')
+    return bool(value)
+
+
+def _setting_value(node: exp.Anonymous, ctx: SessionContext) -> exp.Expression:
+    """current_setting(name [, missing_ok]) and set_config(name, value, is_local), as
+    PostgreSQL's: NULL for a NULL name or (missing_ok) an unknown one; set_config's NULL
+    value resets the parameter, its NULL is_local is false."""
+    fname = node.name.lower()
+    if ctx.setting is None:
+        return node
+    args = [_constant_arg(fname, a) for a in node.expressions]
+    if fname == "current_setting":
+        name = args[0]
+        missing_ok = len(args) == 2 and args[1] is not None and _flag(fname, args[1])
+        if name is None or (len(args) == 2 and args[1] is None):
+            return literal(None, T.TEXT)
+        try:
+            return exp.Literal.string(ctx.setting(str(name)))
+        except WeirError as e:
+            if missing_ok and e.sqlstate == SqlState.UNDEFINED_OBJECT:
+                return literal(None, T.TEXT)
+            raise
+    name, value, local = args
+    if name is None:
+        raise WeirError(SqlState.NULL_VALUE_NOT_ALLOWED, "SET requires parameter name")
+    is_local = local is not None and _flag(fname, local)
+    if ctx.set_config is None:  # described, not run: nothing changes
+        return exp.Literal.string("" if value is None else str(value))
+    return exp.Literal.string(ctx.set_config(str(name), None if value is None else str(value), is_local))
+
+
 def _session_value(node: exp.Expression, ctx: SessionContext) -> exp.Expression:
+    node = _unqualified(node)
+    if isinstance(node, exp.CurrentCatalog):
+        return exp.Literal.string(ctx.database)
     if isinstance(node, exp.CurrentVersion):
         return exp.Literal.string(VERSION)
     if isinstance(node, (exp.CurrentUser, exp.SessionUser, exp.Column)):
@@ -209,8 +294,8 @@ def _session_value(node: exp.Expression, ctx: SessionContext) -> exp.Expression:
         return literal(ctx.visible_objects() if ctx.visible_objects is not None else None, T.TEXT_ARRAY)
     if fname == "pg_backend_pid":
         return literal(ctx.connection_id, T.INT4)
-    if ctx.setting is not None:  # current_setting('name')
-        return exp.Literal.string(ctx.setting(node.expressions[0].this))
+    if fname in ("current_setting", "set_config"):
+        return _setting_value(node, ctx)  # type: ignore[arg-type]
     return node
 
 

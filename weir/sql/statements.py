@@ -278,6 +278,8 @@ class CreateSchema(Statement):
 
 @dataclass
 class Discard(Statement):
+    what: str = "ALL"  # ALL | PLANS | SEQUENCES | TEMP
+
     @property
     def kind(self) -> str:
         return "discard"
