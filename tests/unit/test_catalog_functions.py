@@ -68,3 +68,31 @@ def test_rewritten_catalog_functions_run_in_process() -> None:
     # regclass names and quote_ident run on a replica
     for sql in (f"SELECT {cf.format_type_sql('x', None)} FROM (SELECT 23 AS x, -1 AS y) s",):
         to_duckdb(to_spark(sqlglot.parse_one(sql, read=Weir)))
+
+
+def test_always_empty_relations_are_empty_in_the_catalog() -> None:
+    """weir.sql.featureless names the pg_catalog relations of features weir lacks; the catalog
+    must define each with no rows (and every relation it defines so must be named)."""
+    from weir.catalog.builtins import BUILTIN_VIEWS, BUILTINS
+    from weir.sql import featureless
+
+    pg = {b.name: b for b in BUILTINS if b.schema == "pg_catalog"}
+    names = {v.name for v in BUILTIN_VIEWS if v.schema == "pg_catalog"} | set(pg)
+    assert featureless.ALWAYS_EMPTY <= names
+    for name in featureless.ALWAYS_EMPTY & set(pg):
+        assert pg[name].compute.__name__ == "_none", name
+
+
+def test_subquery_columns_over_always_empty_relations_are_null() -> None:
+    import sqlglot
+
+    from weir.sql import featureless
+    from weir.sql.dialect import Weir
+
+    q = ("SELECT pol.polname, array_to_string(array(SELECT rolname FROM pg_roles WHERE oid = ANY(pol.polroles) "
+         "ORDER BY 1), ',') AS roles FROM pg_catalog.pg_policy pol LEFT JOIN pg_class c ON c.oid = pol.polrelid")
+    out = featureless.prune(sqlglot.parse_one(q, read=Weir)).sql("postgres")
+    assert out.startswith('SELECT pol.polname, CAST(NULL AS TEXT) AS "roles" FROM pg_catalog.pg_policy')
+    kept = "SELECT (SELECT 1) AS x FROM pg_class c LEFT JOIN pg_policy p ON p.polrelid = c.oid"
+    assert featureless.prune(sqlglot.parse_one(kept, read=Weir)).sql("postgres") == \
+        sqlglot.parse_one(kept, read=Weir).sql("postgres")

@@ -5,6 +5,7 @@ weir's Spark SQL rendered for DuckDB answers as Spark's ANSI mode does, or is re
 from __future__ import annotations
 
 import datetime as dt
+from decimal import Decimal
 
 import duckdb
 import pyarrow as pa
@@ -60,3 +61,13 @@ def test_errors_where_spark_errs(engine: Engine, sql: str) -> None:
 def test_spark_only_calls_run_on_a_replica(sql: str) -> None:
     with pytest.raises(NotInProcess):
         to_duckdb(sql)
+
+
+def test_numeric_text_of_an_untyped_cast(engine: Engine) -> None:
+    """weir's cast to text of an expression whose type only Spark knew (translate.cast):
+    typeof() is compared with Spark's lower-case name, and Java's $1 is RE2's \\1."""
+    sql = (r"SELECT CASE WHEN typeof(x) = 'decimal(38,10)' THEN regexp_replace(regexp_replace("
+           r"CAST(x AS STRING), '(\\.[0-9]*?)0+$', '$1'), '\\.$', '') ELSE CAST(x AS STRING) END FROM weir_s1")
+    table = pa.table({"x": pa.array([Decimal("1.5"), Decimal(2), Decimal("10.25")], pa.decimal128(38, 10))})
+    out = engine._run(to_duckdb(sql), {"weir_s1": table})
+    assert out.column(0).to_pylist() == ["1.5", "2", "10.25"]

@@ -130,7 +130,7 @@ async def read(session: Session, spark: SparkPlan, params: list[Any], ts: int,
     try:
         return await coord.system_reads.run(sql, tables)
     except (duckdb.Error, pa.ArrowException, ValueError, TypeError) as e:
-        log.info("system read on a replica instead: %s", e)
+        log.info("system read on a replica instead: %s (DuckDB SQL: %.2000s)", e, sql)
         return None
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
-from weir.sql import catalog_functions, constant, fast_path
+from weir.sql import catalog_functions, constant, fast_path, featureless
 from weir.sql.infer import jsonb_result_types
 from weir.sql.render import (
     SessionContext,
@@ -218,7 +218,7 @@ def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolv
     # The coordinator evaluates the query as written: it reads typed literals the
     # PostgreSQL way ('1-2 3:4 5 day'::interval has months, which Spark's folded
     # literal cannot hold); Spark and the fast path get them folded.
-    expr = catalog_functions.rewrite(expr)  # catalog functions as SQL over pg_catalog's relations
+    expr = catalog_functions.rewrite(featureless.prune(expr))  # catalog functions as SQL over pg_catalog
     plan = QueryPlan(expr, list(param_types), cluster_id, cast_hints(expr))
     if constant.is_constant(expr):
         if param_types or uses_session(expr):
