@@ -71,3 +71,11 @@ def test_numeric_text_of_an_untyped_cast(engine: Engine) -> None:
     table = pa.table({"x": pa.array([Decimal("1.5"), Decimal(2), Decimal("10.25")], pa.decimal128(38, 10))})
     out = engine._run(to_duckdb(sql), {"weir_s1": table})
     assert out.column(0).to_pylist() == ["1.5", "2", "10.25"]
+
+
+def test_any_of_an_array_is_three_valued(engine: Engine) -> None:
+    """Spark's exists(array, x -> p), weir's `v = ANY(array)`: true, NULL or false as Spark."""
+    table = pa.table({"arr": pa.array([["a", "b"], ["b", None], ["b"], None, []], pa.list_(pa.string())),
+                      "v": ["a", "a", "a", "a", "a"]})
+    out = engine._run(to_duckdb("SELECT exists(arr, x -> x = v) FROM weir_s1"), {"weir_s1": table})
+    assert out.column(0).to_pylist() == [True, None, False, None, False]

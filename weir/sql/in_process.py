@@ -81,6 +81,27 @@ _RENAMED = {"raise_error": "error"}
 _FLAGS = re.compile(r"^\(\?([a-z]+)\)")
 
 
+def _array_exists(node: exp.Exists) -> exp.Expression:
+    """Spark's exists(array, x -> p) (weir's `= ANY(array)`), three-valued as Spark's: true
+    if p holds for an element, else NULL if p is NULL for one, else false; NULL for a NULL
+    array. DuckDB's list_filter with the same lambda counts them."""
+    arr, fn = node.this, node.args["expression"]
+    var = fn.expressions[0].name
+    holds = exp.Lambda(this=fn.this.copy(), expressions=[exp.to_identifier(var)])
+    unknown = exp.Lambda(this=exp.Is(this=exp.Paren(this=fn.this.copy()), expression=exp.Null()),
+                         expressions=[exp.to_identifier(var)])
+
+    def count(f: exp.Lambda) -> exp.Expression:
+        return exp.Anonymous(this="len", expressions=[
+            exp.Anonymous(this="list_filter", expressions=[arr.copy(), f])])
+
+    return exp.Case(ifs=[
+        exp.If(this=exp.Is(this=arr.copy(), expression=exp.Null()), true=exp.Null()),
+        exp.If(this=exp.GT(this=count(holds), expression=exp.Literal.number(0)), true=exp.true()),
+        exp.If(this=exp.GT(this=count(unknown), expression=exp.Literal.number(0)), true=exp.Null()),
+    ], default=exp.false())
+
+
 def _from_one(start: exp.Expression | None) -> bool:
     if isinstance(start, exp.Greatest):
         return any(isinstance(a, exp.Literal) and a.this == "1" for a in start.expressions)
@@ -119,6 +140,10 @@ def to_duckdb(spark_sql: str) -> str:
                 node.set("this", _RENAMED[name])
             elif name not in IN_PROCESS_UDFS and name not in _SAME_CALLS:
                 raise NotInProcess(f"{name} runs on Spark only")
+        elif isinstance(node, exp.Exists) and isinstance(node.args.get("expression"), exp.Lambda):
+            node.replace(_array_exists(node))
+        elif isinstance(node, exp.Exists) and not isinstance(node.this, (exp.Select, exp.Subquery)):
+            raise NotInProcess("exists of this kind runs on Spark only")
         elif isinstance(node, exp.Typeof):  # weir's own test for decimal(38,10): Spark's lower-case names
             node.replace(exp.Lower(this=node.copy()))
         elif isinstance(node, exp.RegexpReplace) and isinstance(node.args.get("replacement"), exp.Literal):
