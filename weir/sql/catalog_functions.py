@@ -166,8 +166,8 @@ _MAX_ARGS = 4  # weir's functions take at most 3 arguments
 def _function_arguments() -> str:
     """pg_get_function_arguments(oid): the argument types, as format_type names them
     (weir's functions have no argument names or defaults)."""
-    names = ", ".join(f"CASE WHEN weir_p.pronargs >= {k} THEN {format_type_sql(f'weir_p.proargtypes[{k}]', None)} END"
-                      for k in range(1, _MAX_ARGS + 1))
+    names = ", ".join(f"CAST(CASE WHEN weir_p.pronargs >= {k} THEN {format_type_sql(f'weir_p.proargtypes[{k}]', None)} "
+                      "END AS text)" for k in range(1, _MAX_ARGS + 1))
     return (f"(SELECT max(CASE WHEN weir_p.pronargs > {_MAX_ARGS} THEN NULL ELSE concat_ws(', ', {names}) END) "
             "FROM pg_catalog.pg_proc weir_p WHERE weir_p.oid = {0})")
 

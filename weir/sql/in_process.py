@@ -70,7 +70,7 @@ _SAME_FUNCTIONS = frozenset({
     exp.Concat, exp.Count, exp.Min, exp.Max, exp.RegexpLike, exp.Greatest,
     exp.Least, exp.Abs, exp.Exists, exp.StartsWith, exp.ArrayContains, exp.CountIf,
     exp.LogicalAnd, exp.LogicalOr, exp.RowNumber, exp.Rank, exp.DenseRank, exp.Array, exp.And,
-    exp.Or, exp.Replace, exp.GroupConcat, exp.ArrayToString,
+    exp.Or, exp.Replace, exp.GroupConcat, exp.ArrayToString, exp.ConcatWs,
 })
 # ... of which these are Spark ints and DuckDB bigints (sum and avg differ in their types
 # too, by their argument's: they are not above)
