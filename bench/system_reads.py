@@ -8,7 +8,8 @@ local[1]), creates OBJECTS tables (3 columns each) and a few views, then times e
 of QUERIES through psycopg with `enable_system_reads_in_process` on and off, interleaved
 (on, off, off, on, ...), ROUNDS times each, after one untimed warm-up each way. Prints the
 medians, their ratio, and the load average at start and end (2 shared cores: compare
-figures taken at a low load).
+figures taken at a low load). Also times psql's ten describe commands together (\\dt,
+\\d t, \\dv, \\dm, \\di, \\dn, \\l, \\du, \\dx, \\df) in one psql session.
 
 Engines: the same catalog query (tables joined to schemas and columns) over the same
 rows in process, DuckDB over Arrow tables vs Python's sqlite3 (rows inserted into an
@@ -63,6 +64,7 @@ def end_to_end(rounds: int, objects: int) -> None:
             with weir.connect() as on, weir.connect() as off:
                 off.execute("SET enable_system_reads_in_process = off")
                 print(f"{'query':<26} {'in process':>12} {'Spark job':>12} {'ratio':>8}")
+                _psql_describe(weir)
                 for label, sql in QUERIES.items():
                     _time(on, sql), _time(off, sql)  # warm-up
                     times: dict[str, list[float]] = {"on": [], "off": []}
@@ -74,6 +76,32 @@ def end_to_end(rounds: int, objects: int) -> None:
                     print(f"{label:<26} {a * 1000:>9.1f} ms {b * 1000:>9.1f} ms {b / a:>7.1f}x", flush=True)
         finally:
             weir.stop()
+
+
+PSQL = [r"\dt", r"\d bench_t0", r"\dv", r"\dm", r"\di", r"\dn", r"\l", r"\du", r"\dx", r"\df"]
+
+
+def _psql_describe(weir: WeirServer) -> None:
+    """psql's describe commands, all in one psql session (the issue's 'all of them
+    together'), in process: median of 10 runs after a warm-up."""
+    import shutil
+    import subprocess
+
+    psql = shutil.which("psql")
+    if psql is None:
+        print("psql describe: psql not installed")
+        return
+    args = [psql, "-X", "-q", weir.dsn]
+    for c in PSQL:
+        args += ["-c", c]
+    runs = []
+    for i in range(11):
+        t0 = time.perf_counter()
+        subprocess.run(args, capture_output=True, check=True, env={"PAGER": "", "PATH": "/usr/bin:/bin"})
+        if i:
+            runs.append(time.perf_counter() - t0)
+    print(f"psql {' '.join(PSQL)}: {statistics.median(runs) * 1000:.0f} ms together (median of 10, "
+          "psql's start included)", flush=True)
 
 
 def engines(objects: int) -> None:

@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 
+from tests.integration.psql_client import psql_path
 from tests.integration.server import WeirServer
 
 
@@ -17,6 +18,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if covered is not None and covered.args[0] in selected:
             # the slow test asserts the same, over more cycles: running both only costs time
             item.add_marker(pytest.mark.skip(reason=f"{covered.args[0]} runs too and covers it"))
+
+
+@pytest.fixture(scope="session")
+def psql_bin() -> str:
+    """The psql binary (Debian's PostgreSQL 15 client); skips without it."""
+    return psql_path()
 
 
 @pytest.fixture(scope="session")

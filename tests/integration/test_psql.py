@@ -3,14 +3,11 @@ weir server with a real Spark replica."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
+from tests.integration.psql_client import run_psql
 from tests.integration.server import WeirServer
 
 WALKTHROUGH = """\
@@ -29,19 +26,8 @@ COPY ps_walk (id, ok) TO STDOUT;
 """
 
 
-@pytest.fixture(scope="module")
-def psql_bin() -> str:
-    path = shutil.which("psql")
-    if path is None:
-        pytest.skip("psql is not installed (Debian: postgresql-client)")
-    return path
-
-
 def psql(psql_bin: str, server: WeirServer, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PGCONNECT_TIMEOUT": "10", "PAGER": "", "PSQL_PAGER": "", "PGTZ": "UTC"}
-    env.pop("PGPASSWORD", None)
-    return subprocess.run([psql_bin, "-X", "-v", "ON_ERROR_STOP=1", server.dsn, *args],
-                          capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    return run_psql(psql_bin, server.dsn, *args, timeout=timeout)
 
 
 def test_walkthrough_script(psql_bin: str, server: WeirServer, tmp_path: Path) -> None:

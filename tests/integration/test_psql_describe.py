@@ -6,13 +6,12 @@ the objects have the same owner's name in both). Each command's catalog queries 
 from __future__ import annotations
 
 import difflib
-import os
-import shutil
 import subprocess
 
 import psycopg
 import pytest
 
+from tests.integration.psql_client import run_psql
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
@@ -28,21 +27,11 @@ OBJECTS = [
 SAME = [r"\dt", r"\d psqld.t", r"\d t", r"\dv", r"\di", r"\df", r"\d psqld.v", r"\d u"]
 
 
-@pytest.fixture(scope="module")
-def psql_bin() -> str:
-    path = shutil.which("psql")
-    if path is None:
-        pytest.skip("psql is not installed (Debian: postgresql-client)")
-    return path
-
-
 def _psql(psql_bin: str, dsn: str, *commands: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PGCONNECT_TIMEOUT": "10", "PAGER": "", "PSQL_PAGER": "", "PGTZ": "UTC"}
-    env.pop("PGPASSWORD", None)
-    args = [psql_bin, "-X", "-v", "ON_ERROR_STOP=1", dsn, "-c", "SET search_path TO psqld"]
+    args = ["-c", "SET search_path TO psqld"]
     for c in commands:
         args += ["-c", c]
-    return subprocess.run(args, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    return run_psql(psql_bin, dsn, *args)
 
 
 @pytest.fixture(scope="module")

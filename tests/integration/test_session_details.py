@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.integration.psql_client import run_psql
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
@@ -292,20 +293,9 @@ def test_show_after_set_config_in_extended_protocol(server: WeirServer) -> None:
 
 # ---- psql ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def psql_bin() -> str:
-    path = shutil.which("psql")
-    if path is None:
-        pytest.skip("psql is not installed (Debian: postgresql-client)")
-    return path
-
-
 def _psql(psql_bin: str, dsn: str, *args: str, timeout: float = 60,
           check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PGCONNECT_TIMEOUT": "10", "PAGER": "", "PSQL_PAGER": "", "PGTZ": "UTC"}
-    env.pop("PGPASSWORD", None)
-    p = subprocess.run([psql_bin, "-X", "-v", "ON_ERROR_STOP=1", dsn, *args], capture_output=True, text=True,
-                       timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    p = run_psql(psql_bin, dsn, *args, timeout=timeout)
     if check:
         assert p.returncode == 0, p.stderr
     return p

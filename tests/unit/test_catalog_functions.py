@@ -96,3 +96,14 @@ def test_subquery_columns_over_always_empty_relations_are_null() -> None:
     kept = "SELECT (SELECT 1) AS x FROM pg_class c LEFT JOIN pg_policy p ON p.polrelid = c.oid"
     assert featureless.prune(sqlglot.parse_one(kept, read=Weir)).sql("postgres") == \
         sqlglot.parse_one(kept, read=Weir).sql("postgres")
+
+
+def test_casts_to_oid_and_name_render_for_spark() -> None:
+    """Spark has no oid or name type: casts to them are Spark's int and string."""
+    import sqlglot
+
+    from weir.sql.dialect import Weir
+    from weir.sql.render import to_spark
+
+    assert to_spark(sqlglot.parse_one("SELECT CAST(1 AS oid), CAST('x' AS name)", read=Weir)) == \
+        "SELECT CAST(1 AS INT), CAST('x' AS STRING)"

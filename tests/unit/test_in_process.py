@@ -79,3 +79,13 @@ def test_any_of_an_array_is_three_valued(engine: Engine) -> None:
                       "v": ["a", "a", "a", "a", "a"]})
     out = engine._run(to_duckdb("SELECT exists(arr, x -> x = v) FROM weir_s1"), {"weir_s1": table})
     assert out.column(0).to_pylist() == [True, None, False, None, False]
+
+
+def test_arithmetic_is_found() -> None:
+    """A query over numeric columns that computes with them runs on a replica (Spark's
+    decimal result types are not DuckDB's); weir.adapter.system_reads asks this."""
+    from weir.sql.in_process import has_arithmetic
+
+    assert has_arithmetic("SELECT count * 2 FROM weir_s1")
+    assert has_arithmetic("SELECT a FROM weir_s1 WHERE b - 1 > 0")
+    assert not has_arithmetic("SELECT a, max(b) FROM weir_s1 WHERE a = 'x' GROUP BY a")

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 import pyarrow as pa
 
+from weir import types as T
 from weir.catalog.model import SYSTEM_SCHEMAS
 from weir.codec.spark_udfs import UDFS
 from weir.compute import introspection as ci
-from weir.sql.in_process import IN_PROCESS_UDFS, MACROS, NotInProcess, to_duckdb
+from weir.sql.in_process import IN_PROCESS_UDFS, MACROS, NotInProcess, has_arithmetic, to_duckdb
 from weir.sql.resolve import RelationDesc
 
 if TYPE_CHECKING:
@@ -117,7 +118,10 @@ async def read(session: Session, spark: SparkPlan, params: list[Any], ts: int,
     """The query's answer computed here, or None: it runs on a replica instead."""
     coord = session.coord
     try:
-        sql = to_duckdb(spark.template.render(params, session.context(ts)))
+        spark_sql = spark.template.render(params, session.context(ts))
+        if _decimal_arithmetic(spark_sql, spark):
+            raise NotInProcess("arithmetic over numeric columns (Spark's decimal result types)")
+        sql = to_duckdb(spark_sql)
     except NotInProcess as e:
         log.info("system read on a replica: %s", e)
         return None
@@ -134,11 +138,19 @@ async def read(session: Session, spark: SparkPlan, params: list[Any], ts: int,
         return None
 
 
+def _decimal_arithmetic(spark_sql: str, spark: SparkPlan) -> bool:
+    return any(c.type.oid == T.NUMERIC.oid for d in spark.inputs.values() for c in d.columns) \
+        and has_arithmetic(spark_sql)
+
+
 async def describe(session: Session, spark: SparkPlan) -> pa.Schema | None:
     """The query's result schema, from running it here over empty inputs (None: a replica
     describes it)."""
     try:
-        sql = to_duckdb(spark.template.render([], session.context(0), describe=True))
+        spark_sql = spark.template.render([], session.context(0), describe=True)
+        if _decimal_arithmetic(spark_sql, spark):
+            return None
+        sql = to_duckdb(spark_sql)
     except Exception:  # noqa: BLE001 - NotInProcess, or a template only a replica takes
         return None
     tables = {desc.spark_name: pa.schema([pa.field(c.name, c.type.arrow) for c in desc.columns]).empty_table()

@@ -231,8 +231,10 @@ def _outputs_name(cast: exp.Cast) -> bool:
     parent = cast.parent
     while isinstance(parent, exp.Paren):
         parent = parent.parent
-    if isinstance(parent, exp.Cast):
-        return _oid_type(parent.to) is None
+    if isinstance(parent, exp.Cast):  # to text: the name; to oid, an integer or another reg*: the oid
+        to = parent.to
+        numeric = isinstance(to, exp.DataType) and to.this in exp.DataType.INTEGER_TYPES
+        return _oid_type(to) is None and not numeric and to.sql().lower() != "oid"
     if isinstance(parent, (exp.Alias, exp.Ordered)):
         return True
     return isinstance(parent, exp.Select) and cast.arg_key == "expressions"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 import sqlglot
 from sqlglot import exp
@@ -123,6 +124,20 @@ def _re2_flags(pattern: str) -> str:
 IN_PROCESS_UDFS = {"weir_float8_out": "DOUBLE", "weir_float4_out": "FLOAT"}
 
 
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
+
+
+@functools.lru_cache(maxsize=512)
+def has_arithmetic(spark_sql: str) -> bool:
+    """Whether the query computes with + - * / %: on decimals Spark's result types (and so
+    roundings) differ from DuckDB's, so a query over numeric columns that does runs on a
+    replica (weir.adapter.system_reads)."""
+    try:
+        return any(True for _ in sqlglot.parse_one(spark_sql, read=_AnsiSpark).find_all(*_ARITHMETIC))
+    except SqlglotError:
+        return True
+
+
 @functools.lru_cache(maxsize=512)
 def to_duckdb(spark_sql: str) -> str:
     """The DuckDB SQL of a rendered Spark query; raises NotInProcess."""
@@ -130,28 +145,31 @@ def to_duckdb(spark_sql: str) -> str:
         tree = sqlglot.parse_one(spark_sql, read=_AnsiSpark)
     except SqlglotError as e:
         raise NotInProcess(f"not parsed as Spark SQL: {e}") from None
+    replaced: list[tuple[exp.Expression, Callable[[exp.Expression], exp.Expression]]] = []
     for node in list(tree.find_all(exp.Func, exp.AtTimeZone, exp.FromTimeZone)):
         if isinstance(node, exp.Anonymous):
             name = node.name.lower()
             if name == "cardinality":  # Spark's is an int
-                node.replace(exp.Cast(this=exp.Anonymous(this="len", expressions=node.expressions),
-                                      to=exp.DataType.build("INT")))
+                replaced.append((node, lambda n: exp.Cast(
+                    this=exp.Anonymous(this="len", expressions=n.expressions), to=exp.DataType.build("INT"))))
             elif name in _RENAMED:
                 node.set("this", _RENAMED[name])
             elif name not in IN_PROCESS_UDFS and name not in _SAME_CALLS:
                 raise NotInProcess(f"{name} runs on Spark only")
         elif isinstance(node, exp.Exists) and isinstance(node.args.get("expression"), exp.Lambda):
-            node.replace(_array_exists(node))
+            replaced.append((node, _array_exists))
         elif isinstance(node, exp.Exists) and not isinstance(node.this, (exp.Select, exp.Subquery)):
             raise NotInProcess("exists of this kind runs on Spark only")
         elif isinstance(node, exp.Typeof):  # weir's own test for decimal(38,10): Spark's lower-case names
-            node.replace(exp.Lower(this=node.copy()))
+            replaced.append((node, lambda n: exp.Lower(this=n.copy())))
         elif isinstance(node, exp.RegexpReplace) and isinstance(node.args.get("replacement"), exp.Literal):
             node.set("replacement", exp.Literal.string(re.sub(r"\$(\d)", r"\\\1", node.args["replacement"].this)))
         elif isinstance(node, exp.Substring) and _from_one(node.args.get("start")):
             continue  # positions from 1 on count alike (weir's substring() starts at greatest(p, 1))
         elif type(node) not in _SAME_FUNCTIONS:
             raise NotInProcess(f"{node.key} runs on Spark only")
+    for node, make in reversed(replaced):  # innermost first: an outer copy keeps inner changes
+        node.replace(make(node))
     for node in reversed(list(tree.find_all(*_INT_RESULT))):  # innermost first
         value = node.parent if isinstance(node.parent, exp.Window) else node
         value.replace(exp.Cast(this=value.copy(), to=exp.DataType.build("INT")))

@@ -353,7 +353,7 @@ def _spark_types(expr: exp.Expression) -> exp.Expression:
     own types (mz_timestamp) are their Spark types."""
     def retyped(d: exp.DataType) -> bool:
         return ((d.this == exp.DataType.Type.DECIMAL and not d.expressions) or d.this == exp.DataType.Type.TIMESTAMP
-                or d.this == exp.DataType.Type.USERDEFINED)
+                or _weir_type(d))
 
     if not any(retyped(d) for d in expr.find_all(exp.DataType)):
         return expr
@@ -363,12 +363,18 @@ def _spark_types(expr: exp.Expression) -> exp.Expression:
             return exp.DataType.build(T.NUMERIC.spark_ddl, dialect="spark")
         if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.TIMESTAMP:
             return exp.DataType.build("TIMESTAMP_NTZ", dialect="spark")
-        if isinstance(node, exp.DataType) and node.this == exp.DataType.Type.USERDEFINED:
-            t = pg_type_of_datatype(node)  # weir's own types (mz_timestamp): their Spark type
+        if isinstance(node, exp.DataType) and _weir_type(node):
+            t = pg_type_of_datatype(node)  # weir's own types (mz_timestamp), oid, name: their Spark type
             return exp.DataType.build(t.spark_ddl, dialect="spark") if t is not None else node
         return node
 
     return expr.copy().transform(visit)
+
+
+def _weir_type(d: exp.DataType) -> bool:
+    """A type Spark has no name for: weir's own (mz_timestamp), and PostgreSQL's oid and name
+    (sqlglot keeps their names, which Spark refuses)."""
+    return d.this in (exp.DataType.Type.USERDEFINED, exp.DataType.Type.NAME) or isinstance(d.this, str)
 
 
 def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
