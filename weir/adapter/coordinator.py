@@ -237,6 +237,10 @@ class Coordinator(api.Coordinator):
         for live in (self.holds.lag, self.durable_subscriptions.relation, *self.health.relations):  # measured when read
             if live.relation.id in ids:
                 await live.refresh()
+        from weir.adapter.statement_log import LIVE_SESSIONS
+
+        if LIVE_SESSIONS is not None and LIVE_SESSIONS.id in ids:
+            await self.statement_log.live_sessions_settled()
         await self.builtins.writes_settled(ids)
 
     def _restart_done(self, task: asyncio.Task[None]) -> None:

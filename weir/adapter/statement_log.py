@@ -305,6 +305,13 @@ class StatementLog:
         self._appends.discard(task)
         _log_failure(task)
 
+    async def live_sessions_settled(self) -> None:
+        """Wait for the session changes already sent: a session reading mz_sessions (or
+        pg_stat_activity) right after connecting sees itself, as in PostgreSQL."""
+        pending = list(self._appends)
+        if pending:
+            await asyncio.wait(pending)
+
     # -- executions ----------------------------------------------------------------------
 
     def begin(self, session: Session, info: PreparedInfo, params: Any) -> Execution | None:
