@@ -123,7 +123,7 @@ async def read(session: Session, spark: SparkPlan, params: list[Any], ts: int,
             raise NotInProcess("arithmetic over numeric columns (Spark's decimal result types)")
         sql = to_duckdb(spark_sql)
     except NotInProcess as e:
-        log.info("system read on a replica: %s", e)
+        log.debug("system read on a replica: %s", e)
         return None
     except Exception:  # noqa: BLE001 - e.g. parameters the template cannot take: the normal path
         return None
