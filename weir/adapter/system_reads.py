@@ -55,6 +55,9 @@ class Engine:
     def __init__(self) -> None:
         self._db = duckdb.connect(":memory:")
         self._db.execute("SET TimeZone = 'UTC'")
+        # catalog-sized queries: one thread and a bounded memory, the cores are the replicas'
+        self._db.execute("SET threads = 1")
+        self._db.execute("SET memory_limit = '1GB'")
         for macro in MACROS:
             self._db.execute(macro)
         for name, arg in IN_PROCESS_UDFS.items():
