@@ -8,7 +8,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -131,3 +133,16 @@ class WeirServer:
             if key == (f"{name}{{{want}}}" if want else name):
                 return float(value)
         return 0.0
+
+
+def wait_for_rows(c: psycopg.Connection, sql: str, ok: Callable[[list[tuple[Any, ...]]], bool],
+                  timeout: float = 120) -> list[tuple[Any, ...]]:
+    """Poll `sql` until `ok(rows)`; raise with the last rows after `timeout` seconds."""
+    deadline = time.time() + timeout
+    rows: list[tuple[Any, ...]] = []
+    while time.time() < deadline:
+        rows = c.execute(sql).fetchall()
+        if ok(rows):
+            return rows
+        time.sleep(0.3)
+    raise AssertionError(f"{sql}: still {rows}")

@@ -8,25 +8,14 @@ import os
 import re
 import signal
 import time
-from collections.abc import Callable
 from typing import Any
 
 import psycopg
 import pytest
 
-from tests.integration.server import WeirServer
+from tests.integration.server import WeirServer, wait_for_rows
 
-
-def _wait(c: psycopg.Connection, sql: str, ok: Callable[[list[tuple[Any, ...]]], bool],
-          timeout: float = 120) -> list[tuple[Any, ...]]:
-    deadline = time.time() + timeout
-    rows: list[tuple[Any, ...]] = []
-    while time.time() < deadline:
-        rows = c.execute(sql).fetchall()
-        if ok(rows):
-            return rows
-        time.sleep(0.3)
-    raise AssertionError(f"{sql}: still {rows}")
+_wait = wait_for_rows
 
 
 def _statuses(object_id: str) -> str:

@@ -7,6 +7,7 @@ join. Real server, real replica processes, real Spark."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -17,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.integration.server import WeirServer
+from tests.integration.server import WeirServer, wait_for_rows
 
 pytestmark = pytest.mark.integration
 
@@ -44,16 +45,7 @@ def srv(tmp_path_factory: pytest.TempPathFactory, java: None) -> Iterator[WeirSe
         server.stop()
 
 
-def _wait(c: psycopg.Connection, sql: str, ok: Callable[[list[tuple[Any, ...]]], bool],
-          timeout: float = 180) -> list[tuple[Any, ...]]:
-    deadline = time.time() + timeout
-    rows: list[tuple[Any, ...]] = []
-    while time.time() < deadline:
-        rows = c.execute(sql).fetchall()
-        if ok(rows):
-            return rows
-        time.sleep(0.3)
-    raise AssertionError(f"{sql}: still {rows}")
+_wait = functools.partial(wait_for_rows, timeout=180)
 
 
 def _one(c: psycopg.Connection, sql: str) -> Any:

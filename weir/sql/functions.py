@@ -25,6 +25,7 @@ from weir.sql import (
     shape,
     statistics,
     text_functions,
+    to_char,
 )
 from weir.sql import translate as tr
 from weir.sql.infer import COLUMNS_META, Types
@@ -233,7 +234,7 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
         if name == "pg_typeof":
             return tr.pg_typeof(node, types)
         if name == "to_char":
-            return tr.to_char(node, types)
+            return to_char.to_char(node, types)
         if name in jsonb.FUNCTIONS:
             return jsonb.FUNCTIONS[name](node, types)
         if name in _KNOWN_PG:

@@ -6,8 +6,6 @@ raise_error() calls whose text the replica turns back into the PostgreSQL error.
 
 from __future__ import annotations
 
-import re
-
 import sqlglot
 from sqlglot import exp
 
@@ -374,63 +372,6 @@ def pg_typeof(node: exp.Expression, types: Types) -> exp.Expression:
     if name == "timestamp" or name.startswith("timestamp["):
         name = name.replace("timestamp", "timestamp without time zone")
     return exp.Literal.string(name)
-
-
-# PostgreSQL to_char template patterns -> Java DateTimeFormatter patterns (longest first).
-_TO_CHAR = [
-    ("FMHH24", "H"), ("FMHH12", "h"), ("FMHH", "h"), ("FMMI", "m"), ("FMSS", "s"), ("FMDD", "d"),
-    ("FMMM", "M"), ("FMMonth", "MMMM"), ("FMDay", "EEEE"), ("HH24", "HH"), ("HH12", "hh"),
-    ("HH", "hh"), ("MI", "mm"), ("SS", "ss"), ("MS", "SSS"), ("US", "SSSSSS"), ("YYYY", "yyyy"),
-    ("YY", "yy"), ("MM", "MM"), ("DDD", "DDD"), ("DD", "dd"), ("Mon", "MMM"), ("Dy", "EEE"),
-    ("AM", "a"), ("PM", "a"),
-]
-
-
-def to_char(node: exp.Expression, types: Types) -> exp.Expression:
-    """to_char(timestamp|date, 'template') as Spark's date_format with the same meaning."""
-    if len(node.expressions) != 2:
-        raise _refuse("to_char with these arguments")
-    value, fmt = node.expressions
-    t = types.of(value)
-    if not (infer.is_timestamp(t) or infer.is_date(t)):
-        raise _refuse(f"to_char of {t.name if t else 'an argument of unknown type'}")
-    if not (isinstance(fmt, exp.Literal) and fmt.is_string):
-        raise _refuse("to_char with a non-constant template")
-    return exp.Anonymous(this="date_format", expressions=[value, exp.Literal.string(_java_pattern(fmt.this))])
-
-
-def _java_pattern(template: str) -> str:
-    out: list[str] = []
-    literal: list[str] = []
-
-    def flush() -> None:
-        if literal:
-            out.append("'" + "".join(literal).replace("'", "''") + "'")
-            literal.clear()
-
-    i = 0
-    while i < len(template):
-        if template[i] == '"':
-            end = template.find('"', i + 1)
-            if end < 0:
-                raise _refuse("to_char template with an unterminated quote")
-            literal.append(template[i + 1:end])
-            i = end + 1
-            continue
-        for pg, java in _TO_CHAR:
-            if template.startswith(pg, i):
-                flush()
-                out.append(java)
-                i += len(pg)
-                break
-        else:
-            ch = template[i]
-            if re.match(r"[A-Za-z]", ch):
-                raise _refuse(f"to_char template pattern at \"{template[i:i + 4]}\"")
-            literal.append(ch)
-            i += 1
-    flush()
-    return "".join(out)
 
 
 _INT_TYPES = (exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT)
