@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.adapter import api, planning
-from weir.adapter.show import show_query
+from weir.adapter.show import show_sql
 from weir.sql import statements as st
 from weir.sql.render import infer_param_types
 from weir.types import PgType
@@ -91,7 +91,7 @@ async def prepare(session: Session, stmt: st.Statement, param_oids: list[int]) -
 
             columns = [api.Column(lookup_var(name).name, T.TEXT)]  # DateStyle, as PostgreSQL names it
     elif isinstance(stmt, st.ShowObjects):
-        columns = await planning.describe(session, planning.plan(session, show_query(session, stmt)))
+        columns = await planning.describe(session, planning.plan_sql(session, show_sql(session, stmt)))
     elif isinstance(stmt, st.ExecutePrepared):
         inner = session.sql_prepared.get(stmt.name)
         columns = inner.columns if inner is not None else None

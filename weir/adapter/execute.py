@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from weir import types as T
 from weir.adapter import api, cursors, ddl, dml, explain, planning, privileges, subscribe
 from weir.adapter.session import Transaction
-from weir.adapter.show import show_query
+from weir.adapter.show import show_sql
 from weir.catalog.vars import VARS, is_system_alias, lookup_var, settable_var
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -57,7 +57,7 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
     if isinstance(stmt, st.CloseCursor):
         return await cursors.close(session, stmt)
     if isinstance(stmt, st.ShowObjects):
-        rows = await planning.run(session, show_query(session, stmt))
+        rows = await planning.run_sql(session, show_sql(session, stmt))
         return api.Rows(rows.columns, rows.batches, "SHOW")
     if isinstance(stmt, st.ShowPrivileges):
         return privileges.show(session, stmt)

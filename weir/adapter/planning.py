@@ -5,9 +5,10 @@ share one plan across executions and sessions, and describes a plan's result onc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import sqlglot
 from sqlglot import exp
 
 from weir.adapter import api, system_reads
@@ -24,20 +25,26 @@ if TYPE_CHECKING:
 MAX_PLANS = 1024
 
 
-def plan(session: Session, expr: exp.Expression, param_types: Sequence[PgType] = (), *,
-         key: str | None = None, qualify: bool = False, spark: bool = False) -> QueryPlan:
+def plan(session: Session, expr: exp.Expression | Callable[[], exp.Expression],
+         param_types: Sequence[PgType] = (), *, key: str | None = None, qualify: bool = False,
+         spark: bool = False) -> QueryPlan:
     """The plan of a query for this session (cached). `key`: the statement's text when
-    the caller has it (else the query is rendered to make one)."""
+    the caller has it (else the query is rendered to make one); with a key, `expr` may be
+    a function that parses the query, called only when no plan is cached."""
     coord = session.coord
     settings = session.planning_key()
-    cache_key = (key if key is not None else expr.sql(dialect="postgres"), tuple(param_types), settings,
-                 coord.catalog.generation, qualify, spark)
+    if key is None:
+        assert isinstance(expr, exp.Expression)
+        key = expr.sql(dialect="postgres")
+    cache_key = (key, tuple(param_types), settings, coord.catalog.generation, qualify, spark)
     cache = coord.plan_cache
     found = cache.get(cache_key)
     if found is not None:
         metrics.count(metrics.PLANS, "hit")
         return found
     metrics.count(metrics.PLANS, "miss")
+    if not isinstance(expr, exp.Expression):
+        expr = expr()
     planned = _plan_uncached(session, expr, list(param_types), coord.cluster_id_by_name(settings[2]) or "",
                              qualify=qualify, spark=spark)
     if _reads_introspection(planned):
@@ -120,6 +127,18 @@ def _inferred_columns(expr: exp.Expression) -> list[api.Column] | None:
         return None
     return [api.Column(render.output_name(p), t) for p, t in zip(select.expressions, found, strict=True)
             if t is not None]
+
+
+def plan_sql(session: Session, sql: str) -> QueryPlan:
+    """The plan of a query the adapter wrote (SHOW ...): parsed only when not cached."""
+    return plan(session, lambda: sqlglot.parse_one(sql, read="postgres"), key=sql)
+
+
+async def run_sql(session: Session, sql: str) -> api.Rows:
+    """`plan_sql`'s plan run."""
+    from weir.adapter import query
+
+    return await query.peek(session, plan_sql(session, sql), [])
 
 
 async def run(session: Session, expr: exp.Expression, params: Sequence[object] = (),

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import sqlglot
-from sqlglot import exp
-
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 
@@ -35,7 +32,9 @@ def _schema_id(session: Session, parts: list[str] | None) -> str:
     raise WeirError(SqlState.INVALID_SCHEMA_NAME, "no schema has been selected")
 
 
-def show_query(session: Session, show: st.ShowObjects) -> exp.Expression:
+def show_sql(session: Session, show: st.ShowObjects) -> str:
+    """The query's text: the plan cache is keyed by it, so a repeated SHOW is neither
+    parsed nor planned again (the schema's id is in the text)."""
     what = show.what
     coord = session.coord
     if what in ("tables", "views", "objects"):
@@ -78,8 +77,7 @@ def show_query(session: Session, show: st.ShowObjects) -> exp.Expression:
         desc = coord.resolver(session).lookup(show.from_name)
         sql = ("SELECT c.name AS name, c.nullable AS nullable, c.type AS type, '' AS comment "
                f"FROM mz_catalog.mz_columns c WHERE c.id = {_q(desc.id)}")
-        return _finish(sqlglot.parse_one(sql + " ORDER BY c.position", read="postgres"), show,
-                       keep_order=True)
+        return _finish(sql + " ORDER BY c.position", show, keep_order=True)
     elif what == "schemas":
         db = show.from_name[-1] if show.from_name else session.database
         db_id = coord.lookup_database(db).id
@@ -91,7 +89,7 @@ def show_query(session: Session, show: st.ShowObjects) -> exp.Expression:
         sql = "SELECT r.name AS name, '' AS comment FROM mz_catalog.mz_roles r"
     else:
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"SHOW {what.upper()} not yet supported")
-    return _finish(sqlglot.parse_one(sql, read="postgres"), show)
+    return _finish(sql, show)
 
 
 def _in_cluster(session: Session, show: st.ShowObjects) -> str:
@@ -121,13 +119,11 @@ def _indexes(session: Session, show: st.ShowObjects) -> str:
             f"WHERE {where}{_in_cluster(session, show)} GROUP BY i.id, i.name, o.name, c.name")
 
 
-def _finish(q: exp.Expression, show: st.ShowObjects, keep_order: bool = False) -> exp.Expression:
-    assert isinstance(q, exp.Query)
+def _finish(sql: str, show: st.ShowObjects, keep_order: bool = False) -> str:
     if show.like is not None or show.where is not None:
         cond = f"name LIKE {_q(show.like)}" if show.like is not None else str(show.where)
-        q = exp.select("*").from_(q.subquery("show")).where(sqlglot.parse_one(cond, read="postgres"))
+        sql = f"SELECT * FROM ({sql}) AS show WHERE {cond}"
     if not keep_order:
-        names = [s.alias_or_name for s in q.selects] if not isinstance(q.selects[0], exp.Star) else []
-        first = ["cluster", "replica"] if "replica" in names else ["name"]
-        q = exp.select("*").from_(q.subquery("show_sorted")).order_by(*first)
-    return q
+        first = "cluster, replica" if show.what == "cluster replicas" else "name"
+        sql = f"SELECT * FROM ({sql}) AS show_sorted ORDER BY {first}"
+    return sql

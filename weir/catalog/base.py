@@ -77,6 +77,7 @@ class CatalogBase:
         self._local = threading.local()
         self._generation = 0
         self._revision = 0
+        self._names_cache: Any = None  # (generation, databases, schemas by name): ObjectsMixin
         self._decoded_items: dict[Any, Any] = {}  # (row, dependencies) -> Item (ObjectsMixin)
         # ids of items changed by commits since the cached snapshot (Catalog.snapshot reloads
         # only those); every write to items or their dependencies goes through _touch_items

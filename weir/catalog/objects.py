@@ -63,9 +63,25 @@ class ObjectsMixin(CatalogBase):
         return sorted((_db(r) for r in rows), key=lambda d: id_key(d.id))
 
     def find_database(self, name: str) -> Database | None:
+        if not self.in_transaction:
+            return self._names()[0].get(name)
         with self._read() as c:
             r = c.execute(select(t.databases).where(t.databases.c.name == name)).first()
         return _db(r) if r else None
+
+    def _names(self) -> tuple[dict[str, Database], dict[str, list[Schema]]]:
+        """Databases and schemas by name, cached per generation: every statement looks its
+        schema up, and a catalog query each time was half of a SHOW TABLES. Inside a
+        transaction, lookups query (they must see its own changes)."""
+        with self._lock:
+            cached = self._names_cache
+            if cached is None or cached[0] != self._generation:
+                schemas: dict[str, list[Schema]] = {}
+                for s in self.list_schemas():
+                    schemas.setdefault(s.name, []).append(s)
+                cached = (self._generation, {d.name: d for d in self.list_databases()}, schemas)
+                self._names_cache = cached
+            return cached[1], cached[2]
 
     def get_database(self, name: str) -> Database:
         """By name; 3D000 if there is none."""
@@ -133,10 +149,11 @@ class ObjectsMixin(CatalogBase):
     def find_schema(self, database_id: str | None, name: str) -> Schema | None:
         """In a database, or ambient (database_id None). System schemas are found
         from any database, as in Materialize."""
-        q = self._schema_query().where(t.schemas.c.name == name)
-        with self._read() as c:
-            rows = c.execute(q).all()
-        found = [_schema(r) for r in rows]
+        if self.in_transaction:
+            with self._read() as c:
+                found = [_schema(r) for r in c.execute(self._schema_query().where(t.schemas.c.name == name)).all()]
+        else:
+            found = self._names()[1].get(name, [])
         for s in found:
             if s.database_id == database_id:
                 return s
