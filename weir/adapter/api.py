@@ -119,8 +119,8 @@ class Session(Protocol):
         string before running any of it), or None."""
 
     def ends_transaction(self, sql: str) -> bool:
-        """COMMIT / ROLLBACK / END / ABORT or an empty query: what a failed transaction
-        block still accepts (an unparseable text too: prepare reports it)."""
+        """COMMIT / ROLLBACK / END / ABORT / ROLLBACK TO or an empty query: what a failed
+        transaction block still accepts (an unparseable text too: prepare reports it)."""
 
     async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> PreparedStatement:
         """Parse/plan one statement (raises WeirError 42601 for syntax errors, and for a

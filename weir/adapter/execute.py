@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from weir import types as T
-from weir.adapter import api, cursors, ddl, dml, explain, planning, privileges, subscribe
+from weir.adapter import (
+    api,
+    cursors,
+    ddl,
+    dml,
+    explain,
+    planning,
+    privileges,
+    savepoints,
+    subscribe,
+)
 from weir.adapter.session import Transaction
 from weir.adapter.show import show_sql
 from weir.catalog.vars import VARS, is_system_alias, lookup_var, settable_var
@@ -30,6 +40,8 @@ async def execute(session: Session, prepared: api.PreparedStatement, params: lis
         return api.EmptyQuery()
     if isinstance(stmt, st.Transaction):
         return await _transaction(session, stmt)
+    if isinstance(stmt, st.Savepoint):  # before the check below: ROLLBACK TO undoes a deferred CREATE
+        return await savepoints.execute(session, stmt)
     if session.txn is not None and session.txn.ddl and not isinstance(stmt, (st.CreateHold, st.Empty)):
         raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION,
                         "a transaction that creates an object may only create one hold on it next")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from weir.adapter import api, privileges
+from weir.adapter import api, privileges, savepoints
 from weir.catalog.model import Role
 from weir.catalog.vars import VARS, lookup_var, normalize_var, settable_var
 from weir.errors import SqlState, WeirError
@@ -37,6 +37,7 @@ class Transaction:
     # at ROLLBACK; and the values SET (not SET LOCAL) in it, which COMMIT keeps
     saved_vars: dict[str, str | None] = field(default_factory=dict)
     session_vars: dict[str, str | None] = field(default_factory=dict)
+    savepoints: list[Any] = field(default_factory=list)  # weir.adapter.savepoints.Mark, oldest first
 
     def release(self) -> None:
         if self.hold is not None:
@@ -149,6 +150,12 @@ class Session(api.Session):
             after = txn.session_vars[name] if committed and name in txn.session_vars else before
             if self.vars.get(name) != after:
                 self._put_var(name, after)
+
+    def restore_vars(self, values: dict[str, str | None]) -> None:
+        """Put variables back to these values (None: not set), as ROLLBACK TO a savepoint does."""
+        for name, value in values.items():
+            if self.vars.get(name) != value:
+                self._put_var(name, value)
 
     def discard_vars(self) -> None:
         """DISCARD ALL: every session variable back to its default."""
@@ -285,7 +292,7 @@ class Session(api.Session):
             return True
         if isinstance(parsed, st.Empty):
             return True  # an empty query is not refused either
-        return isinstance(parsed, st.Transaction) and parsed.action in ("commit", "rollback")
+        return savepoints.allowed_when_failed(parsed)
 
     async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> api.PreparedStatement:
         from weir.adapter import describe
@@ -374,8 +381,7 @@ class Session(api.Session):
 
         self.running = asyncio.current_task()
         parsed: st.Statement = stmt.plan
-        if self.txn is not None and self.txn.failed and not (
-                isinstance(parsed, st.Transaction) and parsed.action in ("commit", "rollback")):
+        if self.txn is not None and self.txn.failed and not savepoints.allowed_when_failed(parsed):
             raise WeirError(SqlState.IN_FAILED_SQL_TRANSACTION,
                             "current transaction is aborted, commands ignored until end of transaction block")
         timeout_ms = lookup_var("statement_timeout").parse(self.get_var("statement_timeout"))

@@ -21,6 +21,7 @@ from weir import types as T
 from weir.catalog.model import SYSTEM_SCHEMAS
 from weir.codec.spark_udfs import UDFS
 from weir.compute import introspection as ci
+from weir.sql import in_process_jsonb
 from weir.sql.in_process import IN_PROCESS_UDFS, MACROS, NotInProcess, has_arithmetic, to_duckdb
 from weir.sql.resolve import RelationDesc
 
@@ -64,6 +65,11 @@ class Engine:
             fn, _ = UDFS[name]
             self._db.create_function(name, fn, [duckdb.sqltype(arg)], duckdb.sqltype("VARCHAR"),
                                      null_handling="special")
+        jsonb, _ = UDFS[in_process_jsonb.UDF]  # one per argument type (weir.sql.in_process_jsonb)
+        for tag, arg in in_process_jsonb.SIGNATURES.items():
+            text = duckdb.sqltype("VARCHAR")
+            self._db.create_function(in_process_jsonb.udf_name(tag), lambda op, value, t: jsonb(op, value, t),
+                                     [text, duckdb.sqltype(arg), text], text, null_handling="special")
         self._lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="system-reads")
 

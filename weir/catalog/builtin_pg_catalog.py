@@ -56,6 +56,9 @@ DATABASE_NAME = "database_name"
 RELKIND = {TABLE: "r", SOURCE: "r", VIEW: "v", MATERIALIZED_VIEW: "m", INDEX: "i"}
 DEFAULT_COLLATION, C_COLLATION = 100, 950
 _COLLATABLE = {25: DEFAULT_COLLATION, 1043: DEFAULT_COLLATION, 1042: DEFAULT_COLLATION, 19: C_COLLATION}
+# pg_am's one access method, an index's (an arrangement, as in Materialize); s699 names no relation
+ARRANGEMENT_AM = "arrangement"
+ARRANGEMENT_AM_OID = 17000 + 699 - 600
 # PostgreSQL allows 1600 columns: a column default's oid is its relation's * 1601 + attnum
 # (weir gives defaults no oid of their own; these are stable and never an object's oid).
 _ATTRDEF_OID_FACTOR = 1601
@@ -198,7 +201,8 @@ def _class_of(s: Snapshot, i: Item) -> list[Row]:
         return []
     natts = len(i.definition.get("keys", [])) if kind == "i" else len(i.columns)
     replident = "d" if kind in ("r", "m") else "n"
-    return [(i.oid, i.name, schema_oid(s, i), 0, 0, role_oid(s, i.owner_id), 0, 0, 0, 0, -1.0, 0, 0,
+    relam = ARRANGEMENT_AM_OID if kind == "i" else 0
+    return [(i.oid, i.name, schema_oid(s, i), 0, 0, role_oid(s, i.owner_id), relam, 0, 0, 0, -1.0, 0, 0,
              kind != "i" and has_index(s, i), False, "p", kind, natts, 0, False, False, False, False, False,
              True, replident, False, 0, aclitems(s, item_acl(s, i)), None, None, i.database_name)]
 
@@ -242,7 +246,7 @@ def index_definition(s: Snapshot, i: Item) -> str:
     where = f"{quote_ident(on.schema_name)}.{quote_ident(on.name)}" if on is not None else "?"
     in_cluster = f" IN CLUSTER {quote_ident(cluster)}" if cluster else ""
     # USING arrangement: what a weir index is (psql's \d prints what follows " USING ")
-    return f"CREATE INDEX {quote_ident(i.name)}{in_cluster} ON {where} USING arrangement ({keys})"
+    return f"CREATE INDEX {quote_ident(i.name)}{in_cluster} ON {where} USING {ARRANGEMENT_AM} ({keys})"
 
 
 def _indexes_of(s: Snapshot, i: Item) -> list[Row]:

@@ -15,6 +15,8 @@ from typing import Any
 
 from weir.catalog.builtin_pg_catalog import (
     ACL,
+    ARRANGEMENT_AM,
+    ARRANGEMENT_AM_OID,
     C_COLLATION,
     CHAR,
     DEFAULT_COLLATION,
@@ -98,6 +100,12 @@ def _collations(s: Snapshot) -> list[Row]:
     namespace, owner = system_schema_oid(s, PG_CATALOG), role_oid(s, MZ_SYSTEM_ROLE_ID)
     return [(DEFAULT_COLLATION, "default", namespace, owner, "d", True, -1, None, None, None, None),
             (C_COLLATION, "C", namespace, owner, "c", True, -1, "C", "C", None, None)]
+
+
+def _access_methods(s: Snapshot) -> list[Row]:
+    """An index's access method (pg_class.relam of an index): weir's indexes are arrangements,
+    with no handler function; tables have none (relam 0)."""
+    return [(ARRANGEMENT_AM_OID, ARRANGEMENT_AM, "-", "i")]
 
 
 def _none(s: Snapshot) -> list[Row]:
@@ -232,9 +240,9 @@ TABLES: list[BuiltinTable] = [
     BuiltinTable(MZ_INTERNAL, "pg_stat_activity_roles", *ids(651), _t(
         ("role_id", TEXT), ("datid", OID), ("datname", NAME), ("usesysid", OID), ("usename", NAME)),
         _session_roles, frozenset({"datid", "datname"})),
-    # what weir has none of
     BuiltinTable(PG_CATALOG, "pg_am", *ids(618), _t(
-        ("oid", OID), ("amname", NAME), ("amhandler", REGPROC), ("amtype", CHAR)), _none),
+        ("oid", OID), ("amname", NAME), ("amhandler", REGPROC), ("amtype", CHAR)), _access_methods),
+    # what weir has none of
     BuiltinTable(PG_CATALOG, "pg_enum", *ids(620), _t(
         ("oid", OID), ("enumtypid", OID), ("enumsortorder", FLOAT4), ("enumlabel", NAME)), _none),
     BuiltinTable(PG_CATALOG, "pg_range", *ids(621), _t(
@@ -283,6 +291,14 @@ TABLES: list[BuiltinTable] = [
         ("pubupdate", BOOL), ("pubdelete", BOOL), ("pubtruncate", BOOL), ("pubviaroot", BOOL)), _none),
     BuiltinTable(PG_CATALOG, "pg_publication_namespace", *ids(636), _t(
         ("oid", OID), ("pnpubid", OID), ("pnnspid", OID)), _none),
+    # weir has no sequences and no operator classes (an index is an arrangement,
+    # pg_am's one access method): empty, for the catalog queries SQLAlchemy's reflection sends
+    BuiltinTable(PG_CATALOG, "pg_sequence", *ids(696), _t(
+        ("seqrelid", OID), ("seqtypid", OID), ("seqstart", INT8), ("seqincrement", INT8), ("seqmax", INT8),
+        ("seqmin", INT8), ("seqcache", INT8), ("seqcycle", BOOL)), _none),
+    BuiltinTable(PG_CATALOG, "pg_opclass", *ids(697), _t(
+        ("oid", OID), ("opcmethod", OID), ("opcname", NAME), ("opcnamespace", OID), ("opcowner", OID),
+        ("opcfamily", OID), ("opcintype", OID), ("opcdefault", BOOL), ("opckeytype", OID)), _none),
     BuiltinTable(PG_CATALOG, "pg_publication_rel", *ids(637), _t(
         ("oid", OID), ("prpubid", OID), ("prrelid", OID), ("prqual", NODE_TREE), ("prattrs", INT2VECTOR)), _none,
         frozenset({"prqual", "prattrs"})),

@@ -313,6 +313,9 @@ VARS: tuple[VarDef, ...] = (
            "clients.", session=False, system=False, report=True),
     VarDef("server_version_num", "int", "150004", "The PostgreSQL version as an integer.",
            session=False, system=False),
+    VarDef("default_table_access_method", "text", "heap", "PostgreSQL's default table access "
+           "method, read only (SQLAlchemy compares pg_am's names with it; weir's tables have none).",
+           session=False, system=False),
     VarDef("max_identifier_length", "int", "63", "The longest identifier, in bytes, that "
            "catalog reads show whole (their name columns keep PostgreSQL's 63).",
            session=False, system=False),

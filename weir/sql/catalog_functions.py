@@ -31,6 +31,9 @@ import sqlglot
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
+from weir.sql import catalog_arrays
+from weir.sql.catalog_definitions import TEMPLATES as DEFINITIONS
+from weir.sql.catalog_definitions import indexdef_sql, quote_ident_sql
 from weir.types import BY_OID, parse_type
 
 _ARG = "__weir_arg"
@@ -60,28 +63,16 @@ _VISIBLE = {
     "pg_table_is_visible": ("pg_class", "relnamespace"),
     "pg_type_is_visible": ("pg_type", "typnamespace"),
     "pg_function_is_visible": ("pg_proc", "pronamespace"),
+    "pg_collation_is_visible": ("pg_collation", "collnamespace"),
 }
 
 _ROLE = "(SELECT max(weir_r.rolname) FROM pg_catalog.pg_roles weir_r WHERE weir_r.oid = {0})"
 
 _TEMPLATES: dict[tuple[str, int], str] = {
+    **DEFINITIONS,  # pg_get_viewdef, pg_get_constraintdef, pg_get_indexdef
     ("pg_get_userbyid", 1): "coalesce(" + _ROLE + ", 'unknown (OID=' || CAST({0} AS text) || ')')",
     ("pg_get_expr", 2): "CAST({0} AS text)",
     ("pg_get_expr", 3): "CAST({0} AS text)",
-    ("pg_get_constraintdef", 1): "(SELECT max(CAST(NULL AS text)) FROM pg_catalog.pg_constraint weir_k "
-                                 "WHERE weir_k.oid = {0})",
-    ("pg_get_constraintdef", 2): "(SELECT max(CAST(NULL AS text)) FROM pg_catalog.pg_constraint weir_k "
-                                 "WHERE weir_k.oid = {0})",
-    ("pg_get_viewdef", 1): "(SELECT max(weir_v.definition) FROM pg_catalog.pg_class weir_c "
-                           "JOIN pg_catalog.pg_namespace weir_n ON weir_n.oid = weir_c.relnamespace "
-                           "JOIN (SELECT schemaname, viewname, definition FROM pg_catalog.pg_views "
-                           "UNION ALL SELECT schemaname, matviewname, definition FROM pg_catalog.pg_matviews) "
-                           "weir_v ON weir_v.schemaname = weir_n.nspname AND weir_v.viewname = weir_c.relname "
-                           "WHERE weir_c.oid = {0})",
-    ("pg_get_indexdef", 1): "(SELECT max(weir_i.indexdef) FROM pg_catalog.pg_class weir_c "
-                            "JOIN pg_catalog.pg_namespace weir_n ON weir_n.oid = weir_c.relnamespace "
-                            "JOIN pg_catalog.pg_indexes weir_i ON weir_i.schemaname = weir_n.nspname "
-                            "AND weir_i.indexname = weir_c.relname WHERE weir_c.oid = {0})",
     ("obj_description", 1): "(SELECT max(weir_d.description) FROM pg_catalog.pg_description weir_d "
                             "WHERE weir_d.objoid = {0} AND weir_d.objsubid = 0)",
     ("obj_description", 2): "(SELECT max(weir_d.description) FROM pg_catalog.pg_description weir_d "
@@ -103,6 +94,8 @@ _TEMPLATES: dict[tuple[str, int], str] = {
                                 "WHEN {0} = 6 THEN 'UTF8' ELSE '' END",
     # weir has no publications: nothing is published, so nothing is publishable either
     ("pg_relation_is_publishable", 1): "(SELECT max(false) FROM pg_catalog.pg_class weir_c WHERE weir_c.oid = {0})",
+    # weir has no sequences: no column owns one
+    ("pg_get_serial_sequence", 2): "CAST(NULL AS text)",
     # weir has no extended statistics objects
     ("pg_get_statisticsobjdef_columns", 1): "CAST(NULL AS text)",
     ("pg_get_function_result", 1): "(SELECT max(" + "{F}" + ") FROM pg_catalog.pg_proc weir_p WHERE weir_p.oid = {0})",
@@ -138,16 +131,11 @@ def _q(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def quote_ident_sql(s: str) -> str:
-    """quote_ident(s) (without PostgreSQL's keyword list, as weir's catalog quotes names)."""
-    return (f"CASE WHEN {s} ~ '^[a-z_][a-z0-9_$]*$' THEN {s} "
-            f"ELSE '\"' || replace({s}, '\"', '\"\"') || '\"' END")
-
-
-def format_type_sql(t: str, m: str | None) -> str:
-    """format_type(t, m) as a CASE over weir's types (pg_type's rows are weir's types)."""
+def format_type_sql(t: str, m: str | None, unknown: str = "'???'") -> str:
+    """format_type(t, m) as a CASE over weir's types (pg_type's rows are weir's types); oid 0
+    is '-' and an oid of no type `unknown` (format_type's '???', regtype's the number)."""
     base = " ".join(f"WHEN {oid} THEN {_q(name)}" for oid, name in _TYPE_NAMES.items())
-    base_case = f"CASE {t} {base} ELSE '???' END"
+    base_case = f"CASE {t} WHEN 0 THEN '-' {base} ELSE {unknown} END"
     if m is None:
         return f"CASE WHEN {t} IS NULL THEN NULL ELSE {base_case} END"
     mods = [f"WHEN {t} = {oid} THEN {_q(name + '(')} || CAST({m} - 4 AS text) || ')'"
@@ -249,8 +237,26 @@ def _reg_cast(cast: exp.Cast, kind: str) -> exp.Expression:
     return out
 
 
+# PostgreSQL's regproc columns: weir stores a function's name in them (its text output)
+_REGPROC_COLUMNS = frozenset({"typinput", "typoutput", "typreceive", "typsend", "typmodin", "typmodout",
+                              "typanalyze", "typsubscript", "amhandler", "prosupport", "rngcanonical",
+                              "rngsubdiff"})
+
+
+def _compared_with_regproc_column(cast: exp.Cast) -> bool:
+    """`typinput = 'array_in'::regproc` (pgjdbc's test for an array type): a comparison
+    with a column weir keeps function names in."""
+    parent = cast.parent
+    if not isinstance(parent, (exp.EQ, exp.NEQ)):
+        return False
+    other = parent.expression if parent.this is cast else parent.this
+    return isinstance(other, exp.Column) and other.name.lower() in _REGPROC_COLUMNS
+
+
 def _reg_value(cast: exp.Cast, kind: str) -> exp.Expression:
     arg = cast.this
+    if kind == "regproc" and isinstance(arg, exp.Literal) and arg.is_string and _compared_with_regproc_column(cast):
+        return exp.Literal.string(_split_name(arg.this)[1])
     if isinstance(arg, exp.Literal) and arg.is_string:
         oid = _reg_literal(arg.this, kind)
         if not _outputs_name(cast):
@@ -265,7 +271,7 @@ def _name_template(kind: str) -> str:
     if kind == "regclass":
         return _relation_name("{0}")
     if kind == "regtype":
-        return format_type_sql("{0}", None)
+        return format_type_sql("{0}", None, "CAST({0} AS text)")
     if kind == "regnamespace":
         return _simple_name("pg_namespace", "nspname", "{0}")
     if kind == "regrole":
@@ -290,6 +296,37 @@ def _reg_literal(text: str, kind: str) -> exp.Expression:
     where = f"weir_n.nspname = {_q(schema)}" if schema else "weir_n.nspname = ANY (current_schemas(true))"
     return _parse(f"(SELECT max(weir_p.oid) FROM pg_catalog.pg_proc weir_p JOIN pg_catalog.pg_namespace weir_n "
                   f"ON weir_n.oid = weir_p.pronamespace WHERE weir_p.proname = {_q(name)} AND {where})")
+
+
+def _json_build_object(args: list[exp.Expression]) -> exp.Expression:
+    """json_build_object(k1, v1, ...) (SQLAlchemy's column reflection builds identity and
+    collation details with it): json's text, `{"k1" : v1, ...}` in the given order, each
+    key as text and each value as to_jsonb writes it (null for NULL). Typed text, not json:
+    weir computes no json values at run time (only jsonb)."""
+    if not args:
+        return _parse("CAST('{}' AS text)")
+    pairs = " || ', ' || ".join(
+        f"CAST(to_jsonb(CAST({{{k}}} AS text)) AS text) || ' : ' || coalesce(CAST(to_jsonb({{{k + 1}}}) AS text), "
+        "'null')" for k in range(0, len(args), 2))
+    return _fill(f"'{{{{' || {pairs} || '}}}}'", args)
+
+
+def _to_reg(name: str, arg: exp.Expression) -> exp.Expression:
+    """to_regtype(text) / to_regclass(text): the oid, or NULL where the cast would fail
+    (psycopg's TypeInfo.fetch asks for hstore's type this way)."""
+    if isinstance(arg, exp.Literal) and arg.is_string:
+        try:
+            return _reg_literal(arg.this, name.removeprefix("to_"))
+        except WeirError:
+            pass  # a name weir's parser does not know may still be a pg_type typname
+    if name == "to_regclass":
+        return _fill("(SELECT max(weir_c.oid) FROM pg_catalog.pg_class weir_c JOIN pg_catalog.pg_namespace weir_n "
+                     "ON weir_n.oid = weir_c.relnamespace WHERE (weir_c.relname = CAST({0} AS text) AND "
+                     "weir_n.nspname = ANY (current_schemas(true))) OR "
+                     "weir_n.nspname || '.' || weir_c.relname = CAST({0} AS text))", [arg])
+    names = " ".join(f"WHEN {_q(n)} THEN {oid}" for oid, n in _TYPE_NAMES.items() if not n.startswith('"'))
+    return _fill(f"coalesce(CASE lower(CAST({{0}} AS text)) {names} END, (SELECT max(weir_t.oid) FROM "
+                 "pg_catalog.pg_type weir_t WHERE weir_t.typname = CAST({0} AS text)))", [arg])
 
 
 def _privilege(name: str, args: list[exp.Expression]) -> exp.Expression:
@@ -424,9 +461,7 @@ def _call(node: exp.Anonymous) -> exp.Expression | None:
     if name == "quote_ident" and len(args) == 1:
         return _fill(quote_ident_sql("{0}"), args)
     if name == "pg_get_indexdef" and len(args) in (1, 3):
-        if len(args) == 3 and not (isinstance(args[1], exp.Literal) and args[1].this == "0"):
-            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "pg_get_indexdef() of one index column")
-        return _fill(_TEMPLATES[("pg_get_indexdef", 1)], args[:1])
+        return _fill(indexdef_sql(len(args)), args)
     if name == "pg_get_viewdef" and len(args) in (1, 2):
         view = args[0]
         if isinstance(view, exp.Literal) and view.is_string:
@@ -436,6 +471,14 @@ def _call(node: exp.Anonymous) -> exp.Expression | None:
         return _fill(_TEMPLATES[(name, 1)].replace("{F}", format_type_sql("weir_p.prorettype", None)), args)
     if name == "pg_get_function_arguments" and len(args) == 1:
         return _fill(_function_arguments(), args)
+    if name in ("array_upper", "array_lower") and len(args) == 2 and args[1].sql() == "1":
+        # weir's arrays are one-dimensional and start at 1
+        return _fill("array_length({0}, 1)" if name == "array_upper"
+                     else "CASE WHEN array_length({0}, 1) IS NOT NULL THEN 1 END", args[:1])
+    if name in ("to_regtype", "to_regclass") and len(args) == 1:
+        return _to_reg(name, args[0])
+    if name == "json_build_object" and len(args) % 2 == 0:
+        return _json_build_object(args)
     template = _TEMPLATES.get((name, len(args)))
     if template is not None:
         return _fill(template, args)
@@ -473,6 +516,7 @@ def rewrite(expr: exp.Expression) -> exp.Expression:
 
     # pre-order: a reg* cast sees its parent (whether it is output as a name) unchanged
     out = expr.copy()
+    catalog_arrays.expand_arrays(out)
     _order_by_output(out)
     return _transform_pre(out, visit)
 
@@ -516,7 +560,8 @@ def _transform_pre(root: exp.Expression, visit) -> exp.Expression:  # noqa: ANN0
 
 
 _NAMES = frozenset({*(n for n, _ in _TEMPLATES), *_VISIBLE, *_PRIVILEGE_OBJECTS, "format_type", "quote_ident",
-                    "pg_get_function_arguments"})
+                    "pg_get_function_arguments", "to_regtype", "to_regclass", "json_build_object",
+                    "array_upper", "array_lower", catalog_arrays.EXPAND})
 
 
 def _mentions(expr: exp.Expression) -> bool:

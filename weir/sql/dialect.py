@@ -12,6 +12,8 @@ from sqlglot.tokens import TokenType
 from weir.errors import SqlState, WeirError
 
 _UNITS = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"}
+# meta mark of an array index sqlglot did not make 0-based (Weir.Parser._parse_bracket_key_value)
+ONE_BASED_INDEX = "weir_one_based_index"
 
 
 def _mz_logical_timestamp(args: list[exp.Expression]) -> exp.Expression:
@@ -51,6 +53,26 @@ class Weir(Postgres):
                 node.meta["weir_output_name"] = _written_name(token.text.lower(), node)
             return node
 
+        def _parse_bracket_key_value(self, is_map: bool = False) -> exp.Expression | None:  # type: ignore[override]
+            """An index as written: sqlglot makes `a[i]` 0-based only where it can type `i`
+            as an integer (a literal, a cast); the mark tells weir's subscript an index
+            sqlglot left 1-based (`a[s.r]`)."""
+            node = super()._parse_bracket_key_value(is_map)
+            if node is not None:
+                node.meta[ONE_BASED_INDEX] = True
+            return node
+
+        def _parse_types(self, check_func: bool = False, schema: bool = False,  # type: ignore[override]
+                         allow_identifiers: bool = True, with_collation: bool = False) -> exp.Expression | None:
+            """`oid[]`, `regtype[]`: an array of an object-identifier type (sqlglot reads the
+            element as ObjectIdentifier and leaves the brackets unparsed)."""
+            this = super()._parse_types(check_func=check_func, schema=schema, allow_identifiers=allow_identifiers,
+                                        with_collation=with_collation)
+            while (isinstance(this, exp.ObjectIdentifier) or _oid_array(this)) \
+                    and self._match_pair(TokenType.L_BRACKET, TokenType.R_BRACKET):
+                this = exp.DataType(this=exp.DataType.Type.ARRAY, expressions=[this], nested=True)
+            return this
+
         def _parse_interval(self, require_interval: bool = True,  # type: ignore[override]
                             parse_function_unit: bool = True) -> exp.Expression | None:
             index = self._index
@@ -76,6 +98,11 @@ class Weir(Postgres):
                                     f"interval literal '{text}' {unit} is not supported")
                 text = f"{text} {unit.lower()}"
             return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("INTERVAL"))
+
+
+def _oid_array(node: exp.Expression | None) -> bool:
+    return isinstance(node, exp.DataType) and node.this == exp.DataType.Type.ARRAY \
+        and bool(node.expressions) and isinstance(node.expressions[0], exp.ObjectIdentifier)
 
 
 def _written_name(name: str, node: exp.Expression) -> str:

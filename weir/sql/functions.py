@@ -22,6 +22,7 @@ from weir.sql import (
     jsonb,
     numeric_ops,
     regex,
+    set_returning,
     shape,
     statistics,
     text_functions,
@@ -136,16 +137,9 @@ _SET_RETURNING = (exp.Explode, exp.ExplodingGenerateSeries, exp.Unnest)
 
 def _one_set_returning_function(tree: exp.Expression) -> None:
     """Several set-returning functions in one select list run in lockstep in PostgreSQL
-    (generate_series(0, 2), generate_series(0, 2) gives 3 rows); Spark's explodes would
-    multiply them (9 rows): refused."""
-    for select in tree.find_all(exp.Select):
-        n = 0
-        for projection in select.expressions:
-            n += sum(1 for node in projection.walk()
-                     if (isinstance(node, _SET_RETURNING) or jsonb.is_set_returning(node))
-                     and node.find_ancestor(exp.Select) is select)
-        if n > 1:
-            raise not_supported("more than one set-returning function in a select list")
+    (generate_series(0, 2), generate_series(0, 2) gives 3 rows), as weir.sql.set_returning
+    writes them for Spark; refused where PostgreSQL refuses them, and with aggregates."""
+    set_returning.check_placement(tree, lambda n: isinstance(n, _SET_RETURNING) or jsonb.is_set_returning(n))
 
 
 def _plain_joins_to_arrays(tree: exp.Expression) -> None:
@@ -235,6 +229,8 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
             return tr.pg_typeof(node, types)
         if name == "to_char":
             return to_char.to_char(node, types)
+        if name == "generate_subscripts":
+            return set_returning.generate_subscripts(node, types)
         if name in jsonb.FUNCTIONS:
             return jsonb.FUNCTIONS[name](node, types)
         if name in _KNOWN_PG:

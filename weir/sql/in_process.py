@@ -20,6 +20,8 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import SqlglotError
 
+from weir.sql import in_process_arrays, in_process_jsonb, in_process_series, set_returning
+
 
 class NotInProcess(Exception):
     """This query cannot run in process the way it runs on Spark."""
@@ -72,10 +74,12 @@ _SAME_FUNCTIONS = frozenset({
     exp.Least, exp.Abs, exp.Exists, exp.StartsWith, exp.ArrayContains, exp.CountIf,
     exp.LogicalAnd, exp.LogicalOr, exp.RowNumber, exp.Rank, exp.DenseRank, exp.Array, exp.And,
     exp.Or, exp.Replace, exp.GroupConcat, exp.ArrayToString, exp.ConcatWs,
+    exp.ArrayAgg, exp.ArraySize, exp.Struct, exp.Transform,  # array_agg (weir.sql.in_process_arrays)
+    exp.Trim,  # Spark's trim of spaces or of a set of characters is DuckDB's
 })
 # ... of which these are Spark ints and DuckDB bigints (sum and avg differ in their types
 # too, by their argument's: they are not above)
-_INT_RESULT = frozenset({exp.Length, exp.RowNumber, exp.Rank, exp.DenseRank})
+_INT_RESULT = frozenset({exp.Length, exp.RowNumber, exp.Rank, exp.DenseRank, exp.ArraySize})
 # Spark calls DuckDB has under another name: raise_error (weir's runtime errors, which
 # send the query to a replica to be raised there as PostgreSQL's); cardinality is len
 _RENAMED = {"raise_error": "error"}
@@ -138,6 +142,20 @@ def has_arithmetic(spark_sql: str) -> bool:
         return True
 
 
+def _untyped_nulls(tree: exp.Expression) -> None:
+    """A bare NULL projection (pgjdbc's `NULL AS TABLE_CAT`) is Spark's void column, which
+    weir describes as text; DuckDB's would be an INTEGER. Not in a set operation, whose
+    other branches type it."""
+    for select in tree.find_all(exp.Select):
+        if isinstance(select.parent, exp.SetOperation):
+            continue
+        for p in select.expressions:
+            value = p.this if isinstance(p, exp.Alias) else p
+            if isinstance(value, exp.Null):
+                typed = exp.Cast(this=exp.Null(), to=exp.DataType.build("VARCHAR"))
+                value.replace(typed if value is not p else exp.alias_(typed, "NULL", quoted=True))
+
+
 @functools.lru_cache(maxsize=512)
 def to_duckdb(spark_sql: str) -> str:
     """The DuckDB SQL of a rendered Spark query; raises NotInProcess."""
@@ -154,12 +172,24 @@ def to_duckdb(spark_sql: str) -> str:
                     this=exp.Anonymous(this="len", expressions=n.expressions), to=exp.DataType.build("INT"))))
             elif name in _RENAMED:
                 node.set("this", _RENAMED[name])
+            elif name == in_process_jsonb.UDF and in_process_jsonb.rename(node):
+                continue  # to_jsonb of a scalar: the UDF of its type
             elif name not in IN_PROCESS_UDFS and name not in _SAME_CALLS:
                 raise NotInProcess(f"{name} runs on Spark only")
         elif isinstance(node, exp.Exists) and isinstance(node.args.get("expression"), exp.Lambda):
             replaced.append((node, _array_exists))
         elif isinstance(node, exp.Exists) and not isinstance(node.this, (exp.Select, exp.Subquery)):
             raise NotInProcess("exists of this kind runs on Spark only")
+        elif isinstance(node, (exp.ArraySort, exp.Struct)) and (why := in_process_arrays.unsupported(node)):
+            raise NotInProcess(f"{why} runs on Spark only")
+        elif isinstance(node, exp.ArraysZip):  # set-returning functions in lockstep
+            replaced.append((node, set_returning.arrays_zip_duckdb))
+        elif isinstance(node, exp.ArraySort):
+            replaced.append((node, in_process_arrays.array_sort))
+        elif isinstance(node, in_process_series.NODES):
+            if why := in_process_series.unsupported(node, _AnsiSpark):
+                raise NotInProcess(f"{why} runs on Spark only")
+            replaced.append((node, lambda n: in_process_series.rewrite(n, _AnsiSpark)))
         elif isinstance(node, exp.Typeof):  # weir's own test for decimal(38,10): Spark's lower-case names
             replaced.append((node, lambda n: exp.Lower(this=n.copy())))
         elif isinstance(node, exp.RegexpReplace) and isinstance(node.args.get("replacement"), exp.Literal):
@@ -177,6 +207,8 @@ def to_duckdb(spark_sql: str) -> str:
         pattern = node.expression
         if isinstance(pattern, exp.Literal) and pattern.is_string:
             node.set("expression", exp.Literal.string(_re2_flags(pattern.this)))
+    _untyped_nulls(tree)
+    in_process_series.zero_based_indexes(tree)
     for like in list(tree.find_all(exp.Like, exp.ILike)):
         if not isinstance(like.parent, exp.Escape):  # Spark's default escape (DuckDB has none)
             like.replace(exp.Escape(this=like.copy(), expression=exp.Literal.string("\\")))

@@ -370,12 +370,45 @@ def _flatten(src: exp.Expression) -> list[exp.Expression]:
 
 def jsonb_result_types(query: exp.Expression) -> list[PgType | None]:
     """Per result column of a resolved query, jsonb where inference says so (Spark returns
-    a jsonb as a STRING: without this its column would be described as text), else None.
-    Stars expand over relations whose columns are known; [] when they are not."""
-    found = _query_types(query, Types())
+    a jsonb as a STRING: without this its column would be described as text), or an array
+    whose element Spark has no type for (`array_agg(atttypid)` is oid[], a list of ints
+    to Spark, which a column-name hint cannot tell), or one of pg_catalog's own types
+    (name, oid, "char") under another name (`t.typtype AS kind`), else None. Stars expand
+    over relations whose columns are known; [] when they are not."""
+    types = Types()
+    found = _query_types(query, types)
     if found is None:
         return []
-    return [T.JSONB if t is not None and t.oid == T.JSONB.oid and not t.is_array else None for t in found]
+    casts = _top_level_casts(query, types)
+    return [T.JSONB if t is not None and t.oid == T.JSONB.oid and not t.is_array
+            else t if _array_spark_loses(t) or (cast and t is not None) or (t is not None and t.oid in _CATALOG_SCALARS)
+            else None
+            for t, cast in zip(found, casts or [False] * len(found), strict=True)]
+
+
+def _top_level_casts(query: exp.Expression, types: Types) -> list[bool] | None:
+    """Per result column (stars expanded), whether it is a projection cast to a type: its
+    type is the cast's (what weir.sql.plan.cast_hints says, beside a star too)."""
+    select = query
+    while isinstance(select, exp.SetOperation):
+        select = select.this
+    if not isinstance(select, exp.Select):
+        return None
+    out: list[bool] = []
+    for p in select.expressions:
+        if _is_star(p):
+            out.extend([False] * len(_star_types(select, p.table if isinstance(p, exp.Column) else "", types) or []))
+        else:
+            out.append(isinstance(p.this if isinstance(p, exp.Alias) else p, (exp.Cast, exp.TryCast)))
+    return out
+
+
+_CATALOG_SCALARS = frozenset({18, 19, 26})  # "char", name, oid
+
+
+def _array_spark_loses(t: PgType | None) -> bool:
+    e = t.element if t is not None and t.is_array else None
+    return e is not None and not e.is_array and T.from_arrow(e.arrow).oid != e.oid
 
 
 def result_types(query: exp.Expression) -> list[PgType | None] | None:

@@ -306,6 +306,24 @@ def _copy(text: str, expr: exp.Copy) -> st.Statement:
     return st.CopyTo(text, query)
 
 
+_SAVEPOINT = re.compile(r'''\s*(?P<head>SAVEPOINT|RELEASE(?:\s+SAVEPOINT(?=\s))?
+    |ROLLBACK(?:\s+(?:WORK|TRANSACTION))?\s+TO(?:\s+SAVEPOINT(?=\s))?)
+    \s+(?P<name>"(?:[^"]|"")+"|[A-Za-z_][\w$]*)\s*;?\s*''', re.I | re.X)
+
+
+def _savepoint(text: str, words: list[str]) -> st.Savepoint:
+    """SAVEPOINT name, RELEASE [SAVEPOINT] name, ROLLBACK [WORK | TRANSACTION] TO [SAVEPOINT] name."""
+    m = _SAVEPOINT.fullmatch(text)
+    if m is None:
+        known = {"SAVEPOINT", "RELEASE", "ROLLBACK", "WORK", "TRANSACTION", "TO"}
+        extra = [w for w in words if w.upper() not in known]
+        raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{extra[-1] if len(extra) > 1 else extra[0]}"'
+                        if extra else "syntax error at end of input")
+    head = m.group("head").split()[0].upper()
+    action = {"SAVEPOINT": "savepoint", "RELEASE": "release"}.get(head, "rollback_to")
+    return st.Savepoint(text, action, ident(m.group("name")))
+
+
 def _parse_special(text: str, head: str) -> st.Statement | None:
     words = split_words(text)
     upper = [w.upper() for w in words]
@@ -350,6 +368,8 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return st.Transaction(text, "begin", iso)
     if head in ("COMMIT", "END"):
         return st.Transaction(text, "commit")
+    if head in ("SAVEPOINT", "RELEASE") or (head == "ROLLBACK" and "TO" in upper):
+        return _savepoint(text, words)
     if head in ("ROLLBACK", "ABORT"):
         return st.Transaction(text, "rollback")
     if head == "EXPLAIN":

@@ -66,7 +66,7 @@ class SparkTemplate:
                 return m.group(0)
             k = int(m.group(2))
             if m.group(1) == "s":
-                return session_value_sql(self.session_calls[k - 1], ctx)
+                return session_value_sql(self._bound(self.session_calls[k - 1], values, describe), ctx)
             if k in self.limit_params:
                 v = 0 if describe else limit_value(values[k - 1], True)
                 if v is None:
@@ -75,6 +75,18 @@ class SparkTemplate:
             return to_spark(literal(None if describe else values[k - 1], self.param_types[k - 1]))
 
         return _SLOT.sub(fill, self.sql)
+
+    def _bound(self, call: exp.Expression, values: list[Any], describe: bool) -> exp.Expression:
+        """A session function's call with this execution's parameter values in it
+        (SQLAlchemy's `current_setting($1)`): its value is computed before Spark's."""
+        def put(node: exp.Expression) -> exp.Expression:
+            name = str(node.name) if isinstance(node, exp.Placeholder) else ""
+            if not name.startswith("weir_p"):
+                return node
+            n = int(name.removeprefix("weir_p"))
+            return literal(None if describe else values[n - 1], self.param_types[n - 1])
+
+        return call.transform(put) if any(True for _ in call.find_all(exp.Placeholder)) else call
 
 
 @dataclass
@@ -205,7 +217,8 @@ def _with_jsonb(hints: list[PgType | None], jsonb: list[PgType | None]) -> list[
         return hints
     if len(hints) == len(jsonb):
         return [h if h is not None else j for h, j in zip(hints, jsonb, strict=True)]
-    return jsonb if not any(hints) else hints  # a star expanded: its columns' own hints
+    # a star expanded: its columns' own hints, and the casts beside it (weir.sql.infer)
+    return jsonb
 
 
 def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolver, *,

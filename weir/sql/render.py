@@ -25,15 +25,21 @@ from weir.sql.session_functions import session_function_type as session_function
 from weir.sql.session_functions import session_value
 from weir.sql.session_functions import substitute_session_functions as substitute_session_functions
 from weir.sql.session_functions import uses_session as uses_session
+from weir.sql.spark_dialect import WeirSpark
 from weir.types import PgType
 
 
+def _folded(ident: object, name: str) -> str:
+    return name if not isinstance(ident, exp.Identifier) or ident.quoted else name.lower()
+
+
 def output_name(e: exp.Expression) -> str:
-    """PostgreSQL's FigureColname for a projection."""
+    """PostgreSQL's FigureColname for a projection (an unquoted name folded to lower case,
+    as PostgreSQL reads it: `SELECT 1 AS TABLE_CAT` is column table_cat)."""
     if isinstance(e, exp.Alias):
-        return e.alias
+        return _folded(e.args.get("alias"), e.alias)
     if isinstance(e, exp.Column):
-        return e.name
+        return _folded(e.this, e.name)
     if e.meta.get("weir_output_name"):  # a call, named as it was written
         return str(e.meta["weir_output_name"])
     if isinstance(e, exp.Subquery) and isinstance(e.this, exp.Select) and len(e.this.expressions) == 1:
@@ -252,8 +258,10 @@ def pg_type_of_datatype(dt_: exp.DataType) -> PgType | None:
 def to_spark(expr: exp.Expression) -> str:
     """Render for Spark SQL; every function and operator passes weir's gate first."""
     from weir.sql import functions
+    from weir.sql.set_returning import lockstep  # several set-returning functions in a select list
 
-    sql = _series_as_subqueries(_spark_types(functions.check(group_comma_joins(expr)))).sql(dialect="spark")
+    tree = _series_as_subqueries(_spark_types(functions.check(group_comma_joins(expr))))
+    sql = lockstep(tree).sql(dialect=WeirSpark)
     return sql
 
 

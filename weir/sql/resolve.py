@@ -103,6 +103,7 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
     expr = expr.copy()
     out = Resolved(expr)
     named = _named_tables(expr)
+    _unqualify_columns(expr, named)
     if qualify:
         out.qualified = expr.copy()
         peers = [t for t, _ in _named_tables(out.qualified)]
@@ -141,6 +142,25 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
             new.meta[COLUMNS_META] = {c.name: c.type for c in desc.columns}  # for weir.sql.infer
             replace_table(table, new)
     return out
+
+
+def _unqualify_columns(expr: exp.Expression, named: list[tuple[exp.Table, list[str]]]) -> None:
+    """`schema.table.column` (as SQLAlchemy writes every column) names the column of an
+    unaliased `[schema.]table` in FROM: keep only `table.column`, which the alias every
+    relation is given below (its name) resolves."""
+    plain = {(parts[-1], parts[-2] if len(parts) > 1 else None) for t, parts in named if not t.alias}
+    if not plain:
+        return
+    names = {name for name, _ in plain}
+    for col in expr.find_all(exp.Column):
+        db, table = col.args.get("db"), col.args.get("table")
+        if db is None or not isinstance(table, exp.Identifier) or not isinstance(db, exp.Identifier):
+            continue
+        name = table.name if table.quoted else table.name.lower()
+        schema = db.name if db.quoted else db.name.lower()
+        if name in names and ((name, schema) in plain or (name, None) in plain):
+            col.set("db", None)
+            col.set("catalog", None)
 
 
 def _log_part(desc: RelationDesc, alias: str, out: Resolved) -> exp.Subquery:

@@ -118,6 +118,18 @@ class Transaction(Statement):
 
 
 @dataclass
+class Savepoint(Statement):
+    """SAVEPOINT name / RELEASE [SAVEPOINT] name / ROLLBACK TO [SAVEPOINT] name."""
+
+    action: str = "savepoint"  # savepoint | release | rollback_to
+    name: str = ""
+
+    @property
+    def kind(self) -> str:
+        return {"savepoint": "savepoint", "release": "release_savepoint"}.get(self.action, "rollback_to_savepoint")
+
+
+@dataclass
 class SetVariable(Statement):
     name: str = ""
     value: str | None = None  # None = DEFAULT

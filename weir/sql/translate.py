@@ -12,6 +12,7 @@ from sqlglot import exp
 from weir import types as T
 from weir.errors import SqlState, WeirError, runtime_marker
 from weir.sql import infer
+from weir.sql.dialect import ONE_BASED_INDEX
 from weir.sql.infer import Types
 
 
@@ -312,9 +313,11 @@ def subscript(node: exp.Expression, types: Types) -> exp.Expression:
         raise _refuse(f"subscripting a value of type {t.name}")
     if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
         raise _refuse("array slices")
+    index = node.expressions[0]
+    if index.meta.get(ONE_BASED_INDEX):  # as written (sqlglot could not type it as an integer)
+        return _spark("CASE WHEN {i} >= 1 THEN try_element_at({a}, {i}) END", a=node.this, i=index)
     # sqlglot made the index 0-based already
-    return _spark("CASE WHEN {i} >= 0 THEN try_element_at({a}, {i} + 1) END",
-                  a=node.this, i=node.expressions[0])
+    return _spark("CASE WHEN {i} >= 0 THEN try_element_at({a}, {i} + 1) END", a=node.this, i=index)
 
 
 _EXTRACT = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "QUARTER", "DOY", "WEEK"}

@@ -84,6 +84,10 @@ def spark_conf(size: ReplicaSize, config: Mapping[str, Any] | None = None, *,
         # gains little), and a 1 s heartbeat gives live in-task SQL metrics (default 10 s).
         "spark.sql.adaptive.enabled": "false",
         "spark.executor.heartbeatInterval": "1s",
+        # WITH RECURSIVE runs until its working table is empty, as in PostgreSQL (Spark's
+        # defaults stop it with an error after 100 levels or a million rows)
+        "spark.sql.cteRecursionLevelLimit": "-1",
+        "spark.sql.cteRecursionRowLimit": "-1",
         # A JVM out of memory is unusable: let it die so the replica restarts (oom-killed).
         "spark.driver.extraJavaOptions": java,
         "spark.sql.warehouse.dir": os.path.join(tempfile.gettempdir(), f"weir-spark-{os.getpid()}"),
