@@ -132,3 +132,23 @@ def test_in_process_is_off_for_user_data(server: WeirServer, both) -> None:  # n
     before = server.metric("weir_reads_total", strategy="in-process")
     here.execute("SELECT * FROM sr_t, mz_catalog.mz_tables").fetchall()
     assert server.metric("weir_reads_total", strategy="in-process") == before
+
+
+def test_repeated_reads_see_each_change(server: WeirServer, both) -> None:  # noqa: ANN001
+    """The engine keeps its inputs registered and its statements prepared between reads:
+    the same query after each CREATE and DROP answers from the new contents."""
+    _, here = both
+    sql = "SELECT name FROM mz_catalog.mz_tables WHERE name LIKE 'sr_rep%' ORDER BY name"
+    here.execute("DROP TABLE IF EXISTS sr_rep1")
+    here.execute("DROP TABLE IF EXISTS sr_rep2")
+    assert here.execute(sql).fetchall() == []
+    here.execute("CREATE TABLE sr_rep1 (a int)")
+    assert here.execute(sql).fetchall() == [("sr_rep1",)]
+    here.execute("CREATE TABLE sr_rep2 (a int)")
+    here.execute("DROP TABLE sr_rep1")
+    assert here.execute(sql).fetchall() == [("sr_rep2",)]
+    shown = "SHOW TABLES LIKE 'sr_rep%'"
+    assert here.execute(shown).fetchall() == [("sr_rep2", "")]
+    here.execute("DROP TABLE sr_rep2")
+    assert here.execute(sql).fetchall() == []
+    assert here.execute(shown).fetchall() == []

@@ -50,8 +50,9 @@ def _system(desc: RelationDesc) -> bool:
 
 class Engine:
     """One in-memory DuckDB database with weir's macros and Python UDFs (the very functions
-    replicas register with Spark); each query runs on its own cursor in a worker thread,
-    with its inputs registered as Arrow tables."""
+    replicas register with Spark). Each worker thread keeps its own cursor (`_CursorState`):
+    a collection's contents are the same Arrow table until it is written, so a repeated
+    catalog query neither registers its inputs again nor is planned again."""
 
     def __init__(self) -> None:
         self._db = duckdb.connect(":memory:")
@@ -71,24 +72,64 @@ class Engine:
             self._db.create_function(in_process_jsonb.udf_name(tag), lambda op, value, t: jsonb(op, value, t),
                                      [text, duckdb.sqltype(arg), text], text, null_handling="special")
         self._lock = threading.Lock()
+        self._local = threading.local()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="system-reads")
 
     async def run(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table:
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._run, sql, tables)
 
     def _run(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table:
-        with self._lock:
-            cur = self._db.cursor()
+        state: _CursorState | None = getattr(self._local, "state", None)
+        if state is None:
+            with self._lock:
+                state = _CursorState(self._db.cursor())
+            self._local.state = state
         try:
-            for name, table in tables.items():
-                cur.register(name, table)
-            return _normalized(cur.execute(sql).to_arrow_table())
-        finally:
-            cur.close()
+            return _normalized(state.execute(sql, tables))
+        except BaseException:
+            self._local.state = None  # a fresh cursor next time, whatever state this one is in
+            state.cursor.close()
+            raise
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
         self._db.close()
+
+
+class _CursorState:
+    """One worker thread's cursor: the inputs it has registered, and its prepared statements
+    (DuckDB's planning is most of a small catalog query's time; a prepared statement binds
+    the Arrow tables it was prepared over, so it is used only while they are the same)."""
+
+    MAX_PREPARED = 128
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        self.cursor = cursor
+        self.registered: dict[str, pa.Table] = {}
+        # SQL -> (statement name, the inputs it was prepared over), least recently used first
+        self.prepared: dict[str, tuple[str, dict[str, pa.Table]]] = {}
+        self._next = 0
+
+    def execute(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table:
+        cur = self.cursor
+        for name, table in tables.items():
+            if self.registered.get(name) is not table:  # the object itself is kept: `is` is safe
+                cur.register(name, table)
+                self.registered[name] = table
+        found = self.prepared.pop(sql, None)
+        if found is not None and (found[1].keys() != tables.keys()
+                                  or any(found[1][n] is not t for n, t in tables.items())):
+            cur.execute(f"DEALLOCATE {found[0]}")
+            found = None
+        if found is None:
+            if len(self.prepared) >= self.MAX_PREPARED:
+                oldest = next(iter(self.prepared))
+                cur.execute(f"DEALLOCATE {self.prepared.pop(oldest)[0]}")
+            self._next += 1
+            found = (f"weir_q{self._next}", dict(tables))
+            cur.execute(f"PREPARE {found[0]} AS {sql}")
+        self.prepared[sql] = found
+        return cur.execute(f"EXECUTE {found[0]}").to_arrow_table()
 
 
 def _normalized(table: pa.Table) -> pa.Table:
@@ -171,8 +212,22 @@ async def describe(session: Session, spark: SparkPlan) -> pa.Schema | None:
         return None
 
 
+_SELECTED: dict[tuple[int, tuple[str, ...]], tuple[pa.Table, pa.Table]] = {}
+
+
 def _input(table: pa.Table, desc: RelationDesc) -> pa.Table:
-    """A collection's rows with exactly the columns the query names."""
-    names = [c.name for c in desc.columns]
-    return table.select(names) if table.column_names != names else table
+    """A collection's rows with exactly the columns the query names: the same Arrow table
+    for the same contents and columns, so that the engine need not register it again."""
+    names = tuple(c.name for c in desc.columns)
+    if tuple(table.column_names) == names:
+        return table
+    key = (id(table), names)
+    found = _SELECTED.get(key)
+    if found is not None and found[0] is table:
+        return found[1]
+    if len(_SELECTED) >= 256:
+        _SELECTED.clear()
+    selected = table.select(list(names))
+    _SELECTED[key] = (table, selected)
+    return selected
 

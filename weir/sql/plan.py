@@ -61,12 +61,22 @@ class SparkTemplate:
         if ":weir_" not in self.sql:
             return self.sql
 
+        keys = self._call_keys()
+        rendered: dict[str, str] = {}  # one rendering of each distinct call (pg_catalog's views
+        # name current_database() once per view: a psql query holds it four times)
+
         def fill(m: re.Match[str]) -> str:
             if m.group(1) is None:
                 return m.group(0)
             k = int(m.group(2))
             if m.group(1) == "s":
-                return session_value_sql(self._bound(self.session_calls[k - 1], values, describe), ctx)
+                key = keys[k - 1]
+                if key is not None and key in rendered:
+                    return rendered[key]
+                out = session_value_sql(self._bound(self.session_calls[k - 1], values, describe), ctx)
+                if key is not None:
+                    rendered[key] = out
+                return out
             if k in self.limit_params:
                 v = 0 if describe else limit_value(values[k - 1], True)
                 if v is None:
@@ -75,6 +85,15 @@ class SparkTemplate:
             return to_spark(literal(None if describe else values[k - 1], self.param_types[k - 1]))
 
         return _SLOT.sub(fill, self.sql)
+
+    def _call_keys(self) -> list[str | None]:
+        """Each session call's text (None when it takes parameters), worked out once per plan."""
+        keys: list[str | None] | None = self.__dict__.get("_keys")
+        if keys is None:
+            keys = [None if c.find(exp.Parameter, exp.Placeholder) is not None else c.sql()
+                    for c in self.session_calls]
+            self.__dict__["_keys"] = keys
+        return keys
 
     def _bound(self, call: exp.Expression, values: list[Any], describe: bool) -> exp.Expression:
         """A session function's call with this execution's parameter values in it

@@ -133,8 +133,28 @@ def name_outputs(expr: exp.Expression) -> list[str | None]:
 
 
 def session_value_sql(call: exp.Expression, ctx: SessionContext) -> str:
-    """The Spark SQL of one session function's value for this execution."""
-    return to_spark(session_value(call.copy(), ctx))
+    """The Spark SQL of one session function's value for this execution. A value that is
+    a constant (current_schemas' text[], current_database()'s text) renders the same every
+    time: its rendering is kept (half a millisecond for an array, in every catalog query)."""
+    value = session_value(call.copy(), ctx)
+    if not _plain_value(value):
+        return to_spark(value)
+    key = value.sql()
+    found = _VALUE_SQL.get(key)
+    if found is None:
+        if len(_VALUE_SQL) >= 512:
+            _VALUE_SQL.clear()
+        found = _VALUE_SQL[key] = to_spark(value)
+    return found
+
+
+_VALUE_SQL: dict[str, str] = {}
+_PLAIN = (exp.Literal, exp.Null, exp.Boolean, exp.Array, exp.Cast, exp.DataType, exp.DataTypeParam,
+          exp.Neg)
+
+
+def _plain_value(node: exp.Expression) -> bool:
+    return all(isinstance(n, _PLAIN) for n in node.walk())
 
 
 def bind_params(expr: exp.Expression, values: list[Any], types: list[PgType]) -> exp.Expression:
