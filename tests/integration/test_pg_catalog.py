@@ -202,3 +202,24 @@ def test_columns_are_postgres_columns(server: WeirServer, pg_server, schema: str
                 mismatches += [(path, name, d.name, d.type_code, pg[name].get(d.name)) for d in cols
                                if pg[name].get(d.name) != d.type_code]
     assert mismatches == []
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 'pgc_missing'::regclass",
+    "SELECT 'pgc_missing'::regnamespace",
+    "SELECT 'pgc_missing'::regrole",
+    "SELECT 'pgc_missing'::regproc",
+    "SELECT count(*) FROM pg_catalog.pg_attribute WHERE attrelid = 'pgc_missing'::regclass",
+])
+def test_unknown_names_fail_as_in_postgres(server: WeirServer, pg_server, sql: str) -> None:  # noqa: ANN001, F811
+    """A reg* literal naming nothing fails with PostgreSQL's SQLSTATE and message (it used
+    to answer NULL); to_regclass of the same name is NULL in both."""
+    with server.connect() as w, psycopg.connect(pg_server.dsn(), autocommit=True) as p:
+        errors = []
+        for conn in (w, p):
+            with pytest.raises(psycopg.Error) as e:
+                conn.execute(sql).fetchall()
+            errors.append((e.value.sqlstate, e.value.diag.message_primary))
+        assert errors[0] == errors[1]
+        assert rows(w, "SELECT to_regclass('pgc_missing') IS NULL") == [(True,)]
+        assert rows(w, "SELECT 'pg_class'::regclass::text") == rows(p, "SELECT 'pg_class'::regclass::text")

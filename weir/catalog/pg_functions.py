@@ -54,6 +54,8 @@ PROCS: tuple[tuple[Any, ...], ...] = (
     (1069, "generate_series", "fistt", 1.0, 1000.0, 0, 20, (20, 20), None, None, None, "generate_series_int8"),
     (1171, "date_part", "fsstf", 1.0, 0.0, 0, 701, (25, 1184), None, None, None, "timestamptz_part"),
     (1172, "date_part", "fistf", 1.0, 0.0, 0, 701, (25, 1186), None, None, None, "interval_part"),
+    (1191, "generate_subscripts", "fistt", 1.0, 1000.0, 0, 23, (2277, 23, 16), None, None, None, "generate_subscripts"),
+    (1192, "generate_subscripts", "fistt", 1.0, 1000.0, 0, 23, (2277, 23), None, None, None, "generate_subscripts_nodir"),
     (1217, "date_trunc", "fsstf", 1.0, 0.0, 0, 1184, (25, 1184), None, None, None, "timestamptz_trunc"),
     (1218, "date_trunc", "fistf", 1.0, 0.0, 0, 1186, (25, 1186), None, None, None, "interval_trunc"),
     (1299, "now", "fsstf", 1.0, 0.0, 0, 1184, (), None, None, None, "now"),

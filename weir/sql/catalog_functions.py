@@ -30,7 +30,7 @@ from __future__ import annotations
 import sqlglot
 from sqlglot import exp
 
-from weir.errors import SqlState, WeirError
+from weir.errors import SqlState, WeirError, runtime_marker
 from weir.sql import catalog_arrays
 from weir.sql.catalog_definitions import TEMPLATES as DEFINITIONS
 from weir.sql.catalog_definitions import indexdef_sql, quote_ident_sql
@@ -279,23 +279,36 @@ def _name_template(kind: str) -> str:
     return _simple_name("pg_proc", "proname", "{0}")
 
 
-def _reg_literal(text: str, kind: str) -> exp.Expression:
-    if kind == "regclass":
-        return _relation_oid(text)
+def _reg_literal(text: str, kind: str, strict: bool = True) -> exp.Expression:
+    """A name as a reg* value: the object's oid. PostgreSQL resolves the name when it plans
+    the query and fails when there is no such object (`strict`); to_regclass and friends
+    answer NULL instead."""
     if kind == "regtype":
         try:
             return exp.Literal.number(parse_type(text).oid)
         except Exception:  # noqa: BLE001 - PostgreSQL's message
             raise WeirError(SqlState.UNDEFINED_OBJECT, f'type "{text}" does not exist') from None
-    if kind == "regnamespace":
-        return _parse(f"(SELECT max(weir_n.oid) FROM pg_catalog.pg_namespace weir_n WHERE weir_n.nspname = "
-                      f"{_q(_split_name(text)[1])})")
-    if kind == "regrole":
-        return _parse(f"(SELECT max(weir_r.oid) FROM pg_catalog.pg_roles weir_r WHERE weir_r.rolname = {_q(text)})")
-    schema, name = _split_name(text.split("(", 1)[0])
-    where = f"weir_n.nspname = {_q(schema)}" if schema else "weir_n.nspname = ANY (current_schemas(true))"
-    return _parse(f"(SELECT max(weir_p.oid) FROM pg_catalog.pg_proc weir_p JOIN pg_catalog.pg_namespace weir_n "
-                  f"ON weir_n.oid = weir_p.pronamespace WHERE weir_p.proname = {_q(name)} AND {where})")
+    if kind == "regclass":
+        oid, error = _relation_oid(text), (SqlState.UNDEFINED_TABLE, f'relation "{text}" does not exist')
+    elif kind == "regnamespace":
+        oid = _parse(f"(SELECT max(weir_n.oid) FROM pg_catalog.pg_namespace weir_n WHERE weir_n.nspname = "
+                     f"{_q(_split_name(text)[1])})")
+        error = (SqlState.INVALID_SCHEMA_NAME, f'schema "{text}" does not exist')
+    elif kind == "regrole":
+        oid = _parse(f"(SELECT max(weir_r.oid) FROM pg_catalog.pg_roles weir_r WHERE weir_r.rolname = {_q(text)})")
+        error = (SqlState.UNDEFINED_OBJECT, f'role "{text}" does not exist')
+    else:
+        schema, name = _split_name(text.split("(", 1)[0])
+        where = f"weir_n.nspname = {_q(schema)}" if schema else "weir_n.nspname = ANY (current_schemas(true))"
+        oid = _parse(f"(SELECT max(weir_p.oid) FROM pg_catalog.pg_proc weir_p JOIN pg_catalog.pg_namespace weir_n "
+                     f"ON weir_n.oid = weir_p.pronamespace WHERE weir_p.proname = {_q(name)} AND {where})")
+        error = (SqlState.UNDEFINED_FUNCTION, f'function "{text}" does not exist')
+    if not strict:
+        return oid
+    # the lookup is a subquery over the catalog relations, so the error is raised when it runs
+    fail = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(runtime_marker(*error))])
+    fail.meta["weir_literal"] = True  # weir's own Spark call: weir.sql.functions lets it pass
+    return exp.Coalesce(this=oid, expressions=[fail])
 
 
 def _json_build_object(args: list[exp.Expression]) -> exp.Expression:
@@ -316,7 +329,7 @@ def _to_reg(name: str, arg: exp.Expression) -> exp.Expression:
     (psycopg's TypeInfo.fetch asks for hstore's type this way)."""
     if isinstance(arg, exp.Literal) and arg.is_string:
         try:
-            return _reg_literal(arg.this, name.removeprefix("to_"))
+            return _reg_literal(arg.this, name.removeprefix("to_"), strict=False)
         except WeirError:
             pass  # a name weir's parser does not know may still be a pg_type typname
     if name == "to_regclass":
