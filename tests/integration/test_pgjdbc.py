@@ -9,35 +9,17 @@ prepared statements, and Execute with a row limit for a fetch size inside a tran
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from tests.integration.java_client import compile_program
 from tests.integration.server import WeirServer
-
-SOURCE = Path(__file__).parent / "java" / "WeirJdbc.java"
-JAR_CANDIDATES = [os.environ.get("WEIR_PGJDBC_JAR", ""), "/usr/share/java/postgresql.jar"]
 
 
 @pytest.fixture(scope="module")
 def jdbc_program(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The java command line (without arguments) of the compiled test program."""
-    java, javac = shutil.which("java"), shutil.which("javac")
-    if java is None or javac is None:
-        pytest.skip("java and javac (a JDK) are needed for the pgjdbc test")
-    jar = next((p for p in JAR_CANDIDATES if p and Path(p).is_file()), None)
-    if jar is None:
-        pytest.skip("pgjdbc is not installed (Debian: libpostgresql-jdbc-java gives "
-                    "/usr/share/java/postgresql.jar; or set WEIR_PGJDBC_JAR)")
-    out = tmp_path_factory.mktemp("pgjdbc")
-    shutil.copy(SOURCE, out / SOURCE.name)
-    p = subprocess.run([javac, "-cp", jar, "-d", str(out), str(out / SOURCE.name)],
-                       capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, f"javac failed:\n{p.stdout}\n{p.stderr}"
-    return [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", f"{jar}{os.pathsep}{out}", "WeirJdbc"]
+    return compile_program(tmp_path_factory, "WeirJdbc")
 
 
 def test_pgjdbc_end_to_end(jdbc_program: list[str], server: WeirServer) -> None:

@@ -12,22 +12,18 @@ process, not on a replica.
 from __future__ import annotations
 
 import difflib
-import os
-import shutil
 import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import psycopg
 import pytest
 
+from tests.integration.java_client import compile_program
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 from weir.catalog.pg_types import typname
 from weir.types import BY_OID
 
-SOURCE = Path(__file__).parent / "java" / "WeirJdbcMetadata.java"
-JAR_CANDIDATES = [os.environ.get("WEIR_PGJDBC_JAR", ""), "/usr/share/java/postgresql.jar"]
 SCHEMA, TABLE, PG_DATABASE = "jdm", "jdm_t", "jdbcmd"  # a table name no other test uses
 
 OBJECTS = [
@@ -88,19 +84,7 @@ def _split(row: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def jdbc_program(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The java command line (without arguments) of the compiled program."""
-    java, javac = shutil.which("java"), shutil.which("javac")
-    if java is None or javac is None:
-        pytest.skip("java and javac (a JDK) are needed for the pgjdbc test")
-    jar = next((p for p in JAR_CANDIDATES if p and Path(p).is_file()), None)
-    if jar is None:
-        pytest.skip("pgjdbc is not installed (Debian: libpostgresql-jdbc-java; or set WEIR_PGJDBC_JAR)")
-    out = tmp_path_factory.mktemp("pgjdbc-metadata")
-    shutil.copy(SOURCE, out / SOURCE.name)
-    p = subprocess.run([javac, "-cp", jar, "-d", str(out), str(out / SOURCE.name)],
-                       capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, f"javac failed:\n{p.stdout}\n{p.stderr}"
-    return [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", f"{jar}{os.pathsep}{out}", "WeirJdbcMetadata"]
+    return compile_program(tmp_path_factory, "WeirJdbcMetadata")
 
 
 def run(program: list[str], url: str, user: str) -> dict[str, Answer]:

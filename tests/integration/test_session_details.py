@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.integration.java_client import compile_program
 from tests.integration.psql_client import run_psql
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
@@ -344,24 +344,10 @@ def test_psql_watch(psql_bin: str, server: WeirServer, pg_dsn: str, tmp_path: Pa
 
 # ---- pgjdbc --------------------------------------------------------------------------
 
-JAVA_SOURCE = Path(__file__).parent / "java" / "WeirSession.java"
-JAR_CANDIDATES = [os.environ.get("WEIR_PGJDBC_JAR", ""), "/usr/share/java/postgresql.jar"]
-
 
 @pytest.fixture(scope="module")
 def session_program(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    java, javac = shutil.which("java"), shutil.which("javac")
-    if java is None or javac is None:
-        pytest.skip("java and javac (a JDK) are needed for the pgjdbc test")
-    jar = next((p for p in JAR_CANDIDATES if p and Path(p).is_file()), None)
-    if jar is None:
-        pytest.skip("pgjdbc is not installed (Debian: libpostgresql-jdbc-java)")
-    out = tmp_path_factory.mktemp("pgjdbc-session")
-    shutil.copy(JAVA_SOURCE, out / JAVA_SOURCE.name)
-    p = subprocess.run([javac, "-cp", jar, "-d", str(out), str(out / JAVA_SOURCE.name)],
-                       capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, f"javac failed:\n{p.stdout}\n{p.stderr}"
-    return [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", f"{jar}{os.pathsep}{out}", "WeirSession"]
+    return compile_program(tmp_path_factory, "WeirSession")
 
 
 def test_pgjdbc_connection_and_validation(session_program: list[str], server: WeirServer, pg_dsn: str) -> None:
