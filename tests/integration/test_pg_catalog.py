@@ -223,3 +223,16 @@ def test_unknown_names_fail_as_in_postgres(server: WeirServer, pg_server, sql: s
         assert errors[0] == errors[1]
         assert rows(w, "SELECT to_regclass('pgc_missing') IS NULL") == [(True,)]
         assert rows(w, "SELECT 'pg_class'::regclass::text") == rows(p, "SELECT 'pg_class'::regclass::text")
+
+
+def test_backend_pid_and_start_time(server: WeirServer) -> None:
+    """pg_backend_pid() is the session's connection id, as pg_stat_activity lists it;
+    pg_postmaster_start_time() is when the server started, the same for every session."""
+    with server.connect() as a, server.connect() as b:
+        pid = rows(a, "SELECT pg_backend_pid()")[0][0]
+        assert rows(a, "SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE pid = pg_backend_pid()") == [(1,)]
+        assert rows(b, "SELECT pg_backend_pid() <> %s", pid) == [(True,)]
+        (started,), = rows(a, "SELECT pg_catalog.pg_postmaster_start_time()")
+        assert rows(b, "SELECT pg_postmaster_start_time()") == [(started,)]
+        assert rows(a, "SELECT pg_postmaster_start_time() < now(), pg_typeof(pg_postmaster_start_time())::text") \
+            == [(True, "timestamp with time zone")]

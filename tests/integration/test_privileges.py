@@ -127,3 +127,33 @@ def test_create_ownership_and_show(roles: tuple) -> None:
     assert f"{alice_id}=r/" in acl
     clusters = {r[1]: r[6] for r in su.execute("SHOW PRIVILEGES ON CLUSTERS").fetchall() if r[4] == "quickstart"}
     assert clusters.get("PUBLIC") == "USAGE"
+
+
+def test_has_privilege_functions_answer_from_the_grants(roles: tuple) -> None:
+    """has_table / schema / database_privilege answer what the privilege checks above
+    enforce: a role's own grants, PUBLIC's, ownership and superuser, asked by name or of
+    the current user (they failed on a pattern that was not a constant before)."""
+    su, alice, bob = roles
+
+    def has(c: psycopg.Connection, sql: str) -> list[bool]:
+        return list(c.execute(f"SELECT {sql}").fetchone())
+
+    assert has(su, "has_table_privilege('pv_alice', 'pv.t', 'SELECT'), "
+                   "has_table_privilege('pv_alice', 'pv.t', 'INSERT'), "
+                   "has_schema_privilege('pv_alice', 'pv', 'USAGE'), "
+                   "has_table_privilege('pv.t', 'SELECT, INSERT'), "
+                   "has_database_privilege('pv_alice', 'materialize', 'USAGE')") == [False, False, False, True, True]
+    su.execute("GRANT USAGE ON SCHEMA pv TO pv_alice")
+    su.execute("GRANT SELECT ON TABLE pv.t TO pv_alice")
+    su.execute("GRANT INSERT ON TABLE pv.t TO PUBLIC")
+    assert has(alice, "has_table_privilege('pv.t', 'SELECT'), has_table_privilege('pv.t', 'INSERT'), "
+                      "has_table_privilege('pv.t', 'SELECT, INSERT'), has_table_privilege('pv.t', 'DELETE'), "
+                      "has_schema_privilege('pv', 'USAGE'), has_schema_privilege('pv', 'CREATE')") \
+        == [True, True, True, False, True, False]
+    # bob has only PUBLIC's grant; the answers hold for what the server then does
+    assert has(bob, "has_table_privilege('pv_bob', 'pv.t', 'SELECT'), "
+                    "has_table_privilege('pv_bob', 'pv.t', 'INSERT')") == [False, True]
+    assert alice.execute("SELECT count(*) FROM pv.t").fetchone() == (1,)
+    su.execute("REVOKE SELECT ON TABLE pv.t FROM pv_alice")
+    assert has(alice, "has_table_privilege('pv.t', 'SELECT')") == [False]
+    _denied(alice, "SELECT * FROM pv.t", "SELECT", "pv.t")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import datetime as dt
 import ipaddress
 import itertools
 import logging
@@ -58,6 +59,7 @@ class ServerConfig:
 class Coordinator(api.Coordinator):
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
+        self.started_at = dt.datetime.now(dt.UTC)  # pg_postmaster_start_time()
         self.sessions: dict[int, Session] = {}
         self._conn_ids = itertools.count(1)
         self._table_locks: dict[str, asyncio.Lock] = collections.defaultdict(asyncio.Lock)

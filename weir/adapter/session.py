@@ -205,6 +205,7 @@ class Session(api.Session):
     def context(self, timestamp: int | None = None) -> SessionContext:
         return SessionContext(user=self.user, database=self.database, search_path=self.search_path,
                               connection_id=self.connection_id, timestamp=timestamp,
+                              server_started=self.coord.started_at,
                               setting=self.get_var, set_config=self.set_config if self.applying else None,
                               statement_log_access=self.statement_log_access(),
                               existing_schemas=self.existing_schemas,

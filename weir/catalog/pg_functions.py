@@ -187,6 +187,7 @@ PROCS: tuple[tuple[Any, ...], ...] = (
     (2517, "bool_and", "aisff", 1.0, 0.0, 0, 16, (16,), None, None, None, "aggregate_dummy"),
     (2518, "bool_or", "aisff", 1.0, 0.0, 0, 16, (16,), None, None, None, "aggregate_dummy"),
     (2519, "every", "aisff", 1.0, 0.0, 0, 16, (16,), None, None, None, "aggregate_dummy"),
+    (2560, "pg_postmaster_start_time", "fsstf", 1.0, 0.0, 0, 1184, (), None, None, None, "pg_postmaster_start_time"),
     (2644, "var_samp", "aisff", 1.0, 0.0, 0, 701, (700,), None, None, None, "aggregate_dummy"),
     (2645, "var_samp", "aisff", 1.0, 0.0, 0, 701, (701,), None, None, None, "aggregate_dummy"),
     (2715, "stddev_samp", "aisff", 1.0, 0.0, 0, 701, (700,), None, None, None, "aggregate_dummy"),

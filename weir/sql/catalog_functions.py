@@ -373,10 +373,10 @@ def _privilege(name: str, args: list[exp.Expression]) -> exp.Expression:
         role = "weir_u.rolname = current_user"
     else:
         role = f"weir_u.oid = {_ARG}1"
-    acl = f"array_to_string(weir_o.{acl_col}, ',')"
-    grants = " AND ".join(
-        f"(({acl}) ~ ('(^|,)' || weir_u.rolname || '=[A-Za-z*]*{letter}') "
-        f"OR ({acl}) ~ '(^|,)=[A-Za-z*]*{letter}')" for letter in letters)
+    # the role's items made PUBLIC's (`role=rw/owner` -> `=rw/owner`), so that one constant
+    # pattern finds a letter granted to the role or to PUBLIC
+    acl = f"replace(',' || array_to_string(weir_o.{acl_col}, ','), ',' || weir_u.rolname || '=', ',=')"
+    grants = " AND ".join(f"({acl}) ~ ',=[A-Za-z*]*{letter}'" for letter in letters)
     sql = (f"(SELECT coalesce(max(CASE WHEN weir_u.rolsuper OR weir_o.{owner_col} = weir_u.oid OR ({grants}) "
            f"THEN 1 ELSE 0 END), 0) = 1 FROM pg_catalog.{table} weir_o CROSS JOIN pg_catalog.pg_roles weir_u "
            f"WHERE {match} AND {role})")

@@ -85,7 +85,7 @@ stddev stddev_samp stddev_pop variance var_samp var_pop timezone similar_to
 
 # Names of Spark-side functions PostgreSQL has too, meaning the same.
 _ANON_PASS = frozenset({"octet_length", "cardinality", "every", "make_date", "mz_now",
-                        "pg_backend_pid", "mz_statement_log_access",
+                        "pg_backend_pid", "pg_postmaster_start_time", "mz_statement_log_access",
                         "mz_visible_objects"})
 
 _PG_NAMES: dict[type, str] = {

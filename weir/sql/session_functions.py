@@ -30,6 +30,7 @@ class SessionContext:
     connection_id: int = 0
     timestamp: int | None = None  # the read/write timestamp chosen for mz_now()
     statement_time: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    server_started: dt.datetime | None = None  # pg_postmaster_start_time(): when `weir serve` started
     setting: Callable[[str], str] | None = None
     # what the statement-history views show: 'all' (superuser), 'redacted' (mz_monitor), 'own'
     statement_log_access: str = "own"
@@ -61,6 +62,7 @@ _QUALIFIED: dict[str, Callable[[exp.Anonymous], exp.Expression]] = {
     "current_schema": lambda a: exp.CurrentSchema(),
     "current_schemas": lambda a: exp.CurrentSchemas(this=a.expressions[0] if a.expressions else None),
     "current_setting": lambda a: a, "set_config": lambda a: a, "pg_backend_pid": lambda a: a,
+    "pg_postmaster_start_time": lambda a: a,
     "now": lambda a: a, "mz_now": lambda a: a,
 }
 
@@ -102,6 +104,8 @@ def session_function_type(node: exp.Expression) -> PgType | None:
             return T.TEXT
         if fname == "pg_backend_pid":
             return T.INT4
+        if fname == "pg_postmaster_start_time" and not node.expressions:
+            return T.TIMESTAMPTZ
         if fname == "current_setting" and len(node.expressions) in (1, 2):
             return T.TEXT
         if fname == "set_config" and len(node.expressions) == 3:
@@ -193,6 +197,8 @@ def session_value(node: exp.Expression, ctx: SessionContext) -> exp.Expression:
         return literal(ctx.visible_objects() if ctx.visible_objects is not None else None, T.TEXT_ARRAY)
     if fname == "pg_backend_pid":
         return literal(ctx.connection_id, T.INT4)
+    if fname == "pg_postmaster_start_time":
+        return literal(ctx.server_started or ctx.statement_time, T.TIMESTAMPTZ)
     if fname in ("current_setting", "set_config"):
         return _setting_value(node, ctx)  # type: ignore[arg-type]
     return node
