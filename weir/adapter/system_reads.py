@@ -12,6 +12,7 @@ import asyncio
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -96,37 +97,65 @@ class Engine:
         self._db.close()
 
 
+@dataclass
+class _Input:
+    table: pa.Table  # the contents (the object itself is kept: `is` comparisons are safe)
+    version: int  # changes whenever what the name stands for changes
+    native: bool = False  # copied into a DuckDB temporary table (else a view of the Arrow table)
+    uses: int = 1
+
+
 class _CursorState:
-    """One worker thread's cursor: the inputs it has registered, and its prepared statements
-    (DuckDB's planning is most of a small catalog query's time; a prepared statement binds
-    the Arrow tables it was prepared over, so it is used only while they are the same)."""
+    """One worker thread's cursor, its inputs and its prepared statements. DuckDB's planning
+    is most of a small catalog query's time, so statements are prepared once; scanning an
+    Arrow table costs more than a table of DuckDB's own, so contents read a second time
+    unchanged (the catalog's, between two DDL statements) are copied into a temporary
+    table. A prepared statement binds what its inputs were when it was prepared, so it is
+    used only while every input's version is the same."""
 
     MAX_PREPARED = 128
 
     def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
         self.cursor = cursor
-        self.registered: dict[str, pa.Table] = {}
-        # SQL -> (statement name, the inputs it was prepared over), least recently used first
-        self.prepared: dict[str, tuple[str, dict[str, pa.Table]]] = {}
+        self.inputs: dict[str, _Input] = {}
+        # SQL -> (statement name, its inputs' versions), least recently used first
+        self.prepared: dict[str, tuple[str, dict[str, int]]] = {}
         self._next = 0
+
+    def _use(self, name: str, table: pa.Table) -> int:
+        cur, known = self.cursor, self.inputs.get(name)
+        if known is not None and known.table is table:
+            known.uses += 1
+            if not known.native and known.uses >= 2:
+                cur.unregister(name)
+                source = f"{name}__arrow"
+                cur.register(source, table)
+                cur.execute(f'CREATE TEMP TABLE "{name}" AS SELECT * FROM "{source}"')
+                cur.unregister(source)
+                known.native, known.version = True, self._bump()
+            return known.version
+        if known is not None and known.native:
+            cur.execute(f'DROP TABLE "{name}"')
+        cur.register(name, table)
+        self.inputs[name] = _Input(table, self._bump())
+        return self.inputs[name].version
+
+    def _bump(self) -> int:
+        self._next += 1
+        return self._next
 
     def execute(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table:
         cur = self.cursor
-        for name, table in tables.items():
-            if self.registered.get(name) is not table:  # the object itself is kept: `is` is safe
-                cur.register(name, table)
-                self.registered[name] = table
+        versions = {name: self._use(name, table) for name, table in tables.items()}
         found = self.prepared.pop(sql, None)
-        if found is not None and (found[1].keys() != tables.keys()
-                                  or any(found[1][n] is not t for n, t in tables.items())):
+        if found is not None and found[1] != versions:
             cur.execute(f"DEALLOCATE {found[0]}")
             found = None
         if found is None:
             if len(self.prepared) >= self.MAX_PREPARED:
                 oldest = next(iter(self.prepared))
                 cur.execute(f"DEALLOCATE {self.prepared.pop(oldest)[0]}")
-            self._next += 1
-            found = (f"weir_q{self._next}", dict(tables))
+            found = (f"weir_q{self._bump()}", versions)
             cur.execute(f"PREPARE {found[0]} AS {sql}")
         self.prepared[sql] = found
         return cur.execute(f"EXECUTE {found[0]}").to_arrow_table()

@@ -3,6 +3,7 @@ a small token-level parser for the statements sqlglot leaves as commands."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 
@@ -90,6 +91,13 @@ def split(sql: str) -> list[str]:
     if _PLAIN_STATEMENT.fullmatch(sql):
         text = sql.strip().rstrip(";").strip()
         return [text] if text else []
+    return list(_split_tokenized(sql))
+
+
+@functools.lru_cache(maxsize=512)
+def _split_tokenized(sql: str) -> tuple[str, ...]:
+    """Cached: tools send the same catalog queries again and again, and tokenizing one of
+    psql's takes about as long as answering it in process."""
     sql = pad_params(sql)
     try:
         tokens = _DIALECT.tokenize(sql)
@@ -107,7 +115,7 @@ def split(sql: str) -> list[str]:
     tail = sql[start:].strip()
     if tail and _has_tokens(tail):
         parts.append(tail)
-    return parts
+    return tuple(parts)
 
 
 def head_word(text: str) -> str:
