@@ -54,7 +54,8 @@ class WeirServer:
                 raise RuntimeError(f"weir serve exited with {self.proc.returncode}; log:\n{self.log_tail()}")
             try:
                 with psycopg.connect(self.dsn, autocommit=True, connect_timeout=2) as conn:
-                    if wait_for_replica:
+                    if wait_for_replica:  # a Spark job: catalog reads alone now run in process
+                        conn.execute("SET enable_system_reads_in_process = off")
                         conn.execute("SELECT count(*) FROM mz_catalog.mz_databases").fetchall()
                     return self
             except Exception as e:  # noqa: BLE001 - retry until ready
