@@ -26,6 +26,7 @@ from weir.sql.render import (
     fold_typed_literals,
     limit_value,
     literal,
+    literal_sql,
     mark_session_functions,
     name_outputs,
     param_number,
@@ -82,7 +83,7 @@ class SparkTemplate:
                 if v is None:
                     raise NeedsReplan
                 return str(v)
-            return to_spark(literal(None if describe else values[k - 1], self.param_types[k - 1]))
+            return literal_sql(None if describe else values[k - 1], self.param_types[k - 1])
 
         return _SLOT.sub(fill, self.sql)
 

@@ -149,6 +149,23 @@ def session_value_sql(call: exp.Expression, ctx: SessionContext) -> str:
 
 
 _VALUE_SQL: dict[str, str] = {}
+_LITERAL_SQL: dict[tuple[PgType, type, object], str] = {}
+_SIMPLE = (str, int, float, bool, decimal.Decimal, type(None))
+
+
+def literal_sql(value: object, pg_type: PgType) -> str:
+    """The Spark SQL of a parameter's value: kept for simple values (an ORM's catalog query
+    binds twenty constants, each a sqlglot literal rendered at 60 us)."""
+    if not isinstance(value, _SIMPLE):
+        return to_spark(literal(value, pg_type))
+    # equal values may differ in their text (-0.0 and 0.0, Decimal 1.0 and 1.00): keyed by repr
+    key = (pg_type, type(value), repr(value) if isinstance(value, (float, decimal.Decimal)) else value)
+    found = _LITERAL_SQL.get(key)
+    if found is None:
+        if len(_LITERAL_SQL) >= 4096:
+            _LITERAL_SQL.clear()
+        found = _LITERAL_SQL[key] = to_spark(literal(value, pg_type))
+    return found
 _PLAIN = (exp.Literal, exp.Null, exp.Boolean, exp.Array, exp.Cast, exp.DataType, exp.DataTypeParam,
           exp.Neg)
 
