@@ -107,3 +107,30 @@ def test_casts_to_oid_and_name_render_for_spark() -> None:
 
     assert to_spark(sqlglot.parse_one("SELECT CAST(1 AS oid), CAST('x' AS name)", read=Weir)) == \
         "SELECT CAST(1 AS INT), CAST('x' AS STRING)"
+
+
+def test_format_with_a_constant_pattern_is_a_concatenation() -> None:
+    """format('%I.%I', ...) (Metabase), format('%s', ...): %s is '' for NULL, %I quotes and
+    fails for NULL; patterns weir does not write out (%L, positions, too few arguments) stay
+    format(), which weir refuses."""
+    out = _rw("SELECT format('%I.%s x%%', a, b) FROM t").sql("postgres")
+    assert "FORMAT" not in out.upper().replace("FORMATTED", "")
+    assert "null values cannot be formatted as an SQL identifier" in out and "'.'" in out and "' x%'" in out
+    for kept in ("SELECT format('%L', a) FROM t", "SELECT format('%1$s', a) FROM t", "SELECT format('%s %s', a) FROM t"):
+        assert isinstance(_rw(kept).selects[0], exp.Format)
+
+
+def test_array_subquery_is_a_collecting_scalar_subquery() -> None:
+    """ARRAY(SELECT ...) (psql's \\du), which Spark lacks: a scalar subquery collecting the
+    values in order, an empty array for no rows; in process alike."""
+    from weir.sql.in_process import to_duckdb
+    from weir.sql.render import to_spark
+
+    sql = to_spark(sqlglot.parse_one("SELECT ARRAY(SELECT b.x FROM t b WHERE b.k = r.k ORDER BY 1) FROM t r",
+                                     read=Weir))
+    assert "ARRAY(SELECT" not in sql.upper() and "COLLECT_LIST" in sql.upper() and "ARRAY()" in sql.upper()
+    assert "[]" in to_duckdb(sql)
+
+
+def test_any_keyword_is_a_label_after_as() -> None:
+    assert sqlglot.parse_one("SELECT 1 AS select, 2 AS update", read=Weir).named_selects == ["select", "update"]

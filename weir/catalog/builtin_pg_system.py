@@ -34,7 +34,7 @@ from weir.catalog.builtin_pg_catalog import (
 )
 from weir.catalog.builtins import BuiltinTable, BuiltinView, acl
 from weir.catalog.model import MZ_CATALOG, MZ_INTERNAL, MZ_SYSTEM_ROLE_ID, PG_CATALOG, Snapshot
-from weir.catalog.pg_functions import proc_rows
+from weir.catalog.pg_functions import INTERNAL_LANGUAGE, proc_rows
 from weir.catalog.pg_types import type_rows
 from weir.catalog.vars import VARS, VarDef
 from weir.types import (
@@ -110,6 +110,12 @@ def _access_methods(s: Snapshot) -> list[Row]:
 
 def _none(s: Snapshot) -> list[Row]:
     return []
+
+
+def _languages(s: Snapshot) -> list[Row]:
+    """The one language of pg_proc's functions (prolang): "internal", as they are built in;
+    weir has no validator function for it."""
+    return [(INTERNAL_LANGUAGE, "internal", role_oid(s, MZ_SYSTEM_ROLE_ID), False, False, 0, 0, 0, None)]
 
 
 # ---------------------------------------------------------------- pg_settings
@@ -240,6 +246,14 @@ TABLES: list[BuiltinTable] = [
     BuiltinTable(MZ_INTERNAL, "pg_stat_activity_roles", *ids(651), _t(
         ("role_id", TEXT), ("datid", OID), ("datname", NAME), ("usesysid", OID), ("usename", NAME)),
         _session_roles, frozenset({"datid", "datname"})),
+    BuiltinTable(PG_CATALOG, "pg_language", *ids(652), _t(
+        ("oid", OID), ("lanname", NAME), ("lanowner", OID), ("lanispl", BOOL), ("lanpltrusted", BOOL),
+        ("lanplcallfoid", OID), ("laninline", OID), ("lanvalidator", OID), ("lanacl", ACL)), _languages,
+        frozenset({"lanacl"})),
+    # weir's only encoding is UTF8: there is nothing to convert between
+    BuiltinTable(PG_CATALOG, "pg_conversion", *ids(653), _t(
+        ("oid", OID), ("conname", NAME), ("connamespace", OID), ("conowner", OID), ("conforencoding", INT4),
+        ("contoencoding", INT4), ("conproc", REGPROC), ("condefault", BOOL)), _none),
     BuiltinTable(PG_CATALOG, "pg_am", *ids(618), _t(
         ("oid", OID), ("amname", NAME), ("amhandler", REGPROC), ("amtype", CHAR)), _access_methods),
     # what weir has none of
@@ -304,6 +318,21 @@ TABLES: list[BuiltinTable] = [
         frozenset({"prqual", "prattrs"})),
 ]
 
+# pg_stat_user_tables: the user's tables and materialized views, with the counters of
+# PostgreSQL's statistics collector, which weir does not keep (NULL: unknown)
+_COUNTERS = ("seq_scan", "seq_tup_read", "idx_scan", "idx_tup_fetch", "n_tup_ins", "n_tup_upd", "n_tup_del",
+             "n_tup_hot_upd", "n_live_tup", "n_dead_tup", "n_mod_since_analyze", "n_ins_since_vacuum")
+_LAST = ("last_vacuum", "last_autovacuum", "last_analyze", "last_autoanalyze")
+_COUNTS = ("vacuum_count", "autovacuum_count", "analyze_count", "autoanalyze_count")
+_USER_TABLES = (
+    "SELECT c.oid AS relid, n.nspname AS schemaname, c.relname, "
+    + ", ".join(f"CAST(NULL AS bigint) AS {c}" for c in _COUNTERS) + ", "
+    + ", ".join(f"CAST(NULL AS timestamp with time zone) AS {c}" for c in _LAST) + ", "
+    + ", ".join(f"CAST(NULL AS bigint) AS {c}" for c in _COUNTS)
+    + f" FROM {PG_CATALOG}.pg_class c JOIN {PG_CATALOG}.pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.relkind IN ('r', 'm', 'p') AND n.nspname NOT IN "
+    "('pg_catalog', 'information_schema', 'mz_catalog', 'mz_internal', 'mz_introspection')")
+
 VIEWS: list[BuiltinView] = [
     BuiltinView(PG_CATALOG, "pg_settings", *ids(623), _t(
         ("name", TEXT), ("setting", TEXT), ("unit", TEXT), ("category", TEXT), ("short_desc", TEXT),
@@ -316,4 +345,7 @@ VIEWS: list[BuiltinView] = [
         ("backend_start", TIMESTAMPTZ), ("xact_start", TIMESTAMPTZ), ("query_start", TIMESTAMPTZ),
         ("state_change", TIMESTAMPTZ), ("wait_event_type", TEXT), ("wait_event", TEXT), ("state", TEXT),
         ("query_id", INT8), ("query", TEXT), ("backend_type", TEXT)), _ACTIVITY),
+    BuiltinView(PG_CATALOG, "pg_stat_user_tables", *ids(654), _t(
+        ("relid", OID), ("schemaname", NAME), ("relname", NAME), *((c, INT8) for c in _COUNTERS),
+        *((c, TIMESTAMPTZ) for c in _LAST), *((c, INT8) for c in _COUNTS)), _USER_TABLES),
 ]

@@ -31,7 +31,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError, runtime_marker
-from weir.sql import catalog_arrays
+from weir.sql import catalog_absent, catalog_arrays
 from weir.sql.catalog_definitions import TEMPLATES as DEFINITIONS
 from weir.sql.catalog_definitions import indexdef_sql, quote_ident_sql
 from weir.types import BY_OID, parse_type
@@ -70,6 +70,7 @@ _ROLE = "(SELECT max(weir_r.rolname) FROM pg_catalog.pg_roles weir_r WHERE weir_
 
 _TEMPLATES: dict[tuple[str, int], str] = {
     **DEFINITIONS,  # pg_get_viewdef, pg_get_constraintdef, pg_get_indexdef
+    **catalog_absent.TEMPLATES,  # partitions, rules, tablespaces, sizes weir lacks
     ("pg_get_userbyid", 1): "coalesce(" + _ROLE + ", 'unknown (OID=' || CAST({0} AS text) || ')')",
     ("pg_get_expr", 2): "CAST({0} AS text)",
     ("pg_get_expr", 3): "CAST({0} AS text)",
@@ -525,6 +526,8 @@ def rewrite(expr: exp.Expression) -> exp.Expression:
             new = _call(node)
             if new is not None:
                 return new
+        if isinstance(node, exp.Format) and isinstance(node.this, exp.Literal) and node.this.is_string:
+            return catalog_absent.format_call([node.this, *node.expressions], _fill) or node
         return node
 
     # pre-order: a reg* cast sees its parent (whether it is output as a name) unchanged
@@ -579,7 +582,7 @@ _NAMES = frozenset({*(n for n, _ in _TEMPLATES), *_VISIBLE, *_PRIVILEGE_OBJECTS,
 
 def _mentions(expr: exp.Expression) -> bool:
     for node in expr.walk():
-        if isinstance(node, (exp.Operator, exp.Collate, exp.Dot)):
+        if isinstance(node, (exp.Operator, exp.Collate, exp.Dot, exp.Format)):
             return True
         if isinstance(node, exp.Anonymous) and node.name.lower() in _NAMES:
             return True

@@ -5,11 +5,15 @@ as `CAST('...' AS INTERVAL)`, and parses it the PostgreSQL way later."""
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.tokens import TokenType
 
 from weir.errors import SqlState, WeirError
+
+_LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 
 _UNITS = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"}
 # meta mark of an array index sqlglot did not make 0-based (Weir.Parser._parse_bracket_key_value)
@@ -52,6 +56,17 @@ class Weir(Postgres):
                     and token.text.lower() not in ("cast", "try_cast")):  # named after what it casts
                 node.meta["weir_output_name"] = _written_name(token.text.lower(), node)
             return node
+
+        def _parse_alias(self, this: exp.Expression | None,  # type: ignore[override]
+                         explicit: bool = False) -> exp.Expression | None:
+            """After AS, PostgreSQL takes any keyword as a column label (`AS select`, as
+            Metabase's table privileges query writes); sqlglot takes all but the reserved."""
+            following = self._next
+            if (self._curr is not None and self._curr.token_type == TokenType.ALIAS and following is not None
+                    and following.token_type in self.RESERVED_TOKENS and _LABEL.match(following.text)):
+                self._advance(2)
+                return self.expression(exp.Alias(this=this, alias=exp.to_identifier(following.text.lower(), quoted=True)))
+            return super()._parse_alias(this, explicit)
 
         def _parse_bracket_key_value(self, is_map: bool = False) -> exp.Expression | None:  # type: ignore[override]
             """An index as written: sqlglot makes `a[i]` 0-based only where it can type `i`

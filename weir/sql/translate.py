@@ -113,26 +113,68 @@ def array_agg(node: exp.Expression, types: Types) -> exp.Expression:
         arg = arg.this
     if isinstance(arg, exp.Distinct):
         raise _refuse("array_agg(DISTINCT ...)")
+    return _collected(arg, keys, types, empty=None)
+
+
+def _collected(arg: exp.Expression, keys: list[exp.Ordered], types: Types, *,
+               empty: str | None) -> exp.Expression:
+    """The values of `arg` over a group as an array, NULLs kept, in the order of `keys`;
+    `empty` (Spark SQL) for a group of no rows: NULL (array_agg), or an empty array."""
     t = types.of(arg)
     if t is not None and t.is_array:  # PostgreSQL makes a multidimensional array of them
         raise _refuse("array_agg of arrays")
+    args = {"x": arg}
     if not keys:
-        return _spark("IF(size(collect_list(named_struct('v', {x}))) = 0, NULL, "
-                      "transform(collect_list(named_struct('v', {x})), s -> s.v))", x=arg)
-    descs = {bool(k.args.get("desc")) for k in keys}
-    if len(descs) != 1:
-        raise _refuse("array_agg with ORDER BY keys in different directions")
-    desc = descs.pop()
-    fields, args = [], {"x": arg}
-    for i, k in enumerate(keys):
-        nulls_first = bool(k.args.get("nulls_first"))
-        # the null flag sorts first when NULLs come first in the key's direction
-        flag = "IS NULL" if nulls_first == desc else "IS NOT NULL"
-        fields.append(f"'n{i}', {{k{i}}} {flag}, 'k{i}', {{k{i}}}")
-        args[f"k{i}"] = k.this
-    struct = f"named_struct({', '.join(fields)}, 'v', {{x}})"
-    return _spark(f"IF(size(collect_list({struct})) = 0, NULL, transform(sort_array(collect_list({struct}), "
-                  f"{'false' if desc else 'true'}), s -> s.v))", **args)
+        listed = "collect_list(named_struct('v', {x}))"
+        collected = f"transform({listed}, s -> s.v)"
+    else:
+        descs = {bool(k.args.get("desc")) for k in keys}
+        if len(descs) != 1:
+            raise _refuse("array_agg with ORDER BY keys in different directions")
+        desc = descs.pop()
+        fields = []
+        for i, k in enumerate(keys):
+            nulls_first = bool(k.args.get("nulls_first"))
+            # the null flag sorts first when NULLs come first in the key's direction
+            flag = "IS NULL" if nulls_first == desc else "IS NOT NULL"
+            fields.append(f"'n{i}', {{k{i}}} {flag}, 'k{i}', {{k{i}}}")
+            args[f"k{i}"] = k.this
+        listed = f"collect_list(named_struct({', '.join(fields)}, 'v', {{x}}))"
+        collected = f"transform(sort_array({listed}, {'false' if desc else 'true'}), s -> s.v)"
+    if empty is None:
+        return _spark(f"IF(size({listed}) = 0, NULL, {collected})", **args)
+    return _spark(f"coalesce({collected}, {empty})", **args)
+
+
+def array_subquery(node: exp.Expression, types: Types) -> exp.Expression:
+    """PostgreSQL's ARRAY(SELECT x FROM ... [ORDER BY k]), which Spark does not have: the
+    scalar subquery (SELECT <x's values in k's order> FROM ...), an empty array when it has
+    no rows. A subquery that groups, is DISTINCT, limits its rows or is a set operation
+    is refused."""
+    query = node.expressions[0]
+    query = query.this if isinstance(query, exp.Subquery) else query
+    if not isinstance(query, exp.Select) or len(query.expressions) != 1:
+        raise _refuse("ARRAY(subquery) of a query other than a single-column SELECT")
+    for arg in ("distinct", "group", "having", "limit", "offset", "qualify", "windows", "with_", "with"):
+        if query.args.get(arg):
+            raise _refuse(f"ARRAY(subquery) with {arg.rstrip('_').upper()}")
+    value = query.expressions[0]
+    value = value.this if isinstance(value, exp.Alias) else value
+    if any(isinstance(n, exp.AggFunc) for n in value.walk()):
+        raise _refuse("ARRAY(subquery) of an aggregate")
+    order = query.args.get("order")
+    keys = list(order.expressions) if order is not None else []
+    keys = [k.copy() for k in keys]
+    for k in keys:  # ORDER BY 1: the one column
+        if isinstance(k.this, exp.Literal):
+            if k.this.is_string or k.this.name != "1":
+                raise _refuse("ARRAY(subquery) ordered by a constant")
+            k.set("this", value.copy())
+    select = query.copy()
+    select.set("order", None)
+    collected = _collected(value.copy(), keys, types, empty="array()")
+    select.set("expressions", [exp.alias_(collected, "array", quoted=True)])
+    return exp.Subquery(this=select)
 
 
 def array_cat(node: exp.Expression, types: Types) -> exp.Expression:
@@ -184,6 +226,8 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
 def array_constructor(node: exp.Expression, types: Types) -> exp.Expression:
     """ARRAY[...] of arrays is multidimensional in PostgreSQL: weir's arrays have one
     dimension on Spark (it would make an array of arrays and print Spark's text of it)."""
+    if len(node.expressions) == 1 and isinstance(node.expressions[0], (exp.Select, exp.Subquery)):
+        return array_subquery(node, types)
     for e in node.expressions:
         t = types.of(e)
         if isinstance(e, exp.Array) or (t is not None and t.is_array):
