@@ -30,6 +30,9 @@ SETUP = [
 ]
 
 SAME = [
+    # set-returning functions of one select list step in lockstep (weir.sql.set_returning)
+    "SELECT jsonb_array_elements('[1]'), jsonb_array_elements('[2]')",
+    "SELECT jsonb_array_elements('[1, 2]') AS x, jsonb_array_elements_text('[\"a\"]') AS y",
     # -> ->> #> #>>: text keys, integer indexes (negative from the end), JSON null vs SQL NULL
     "SELECT id, j -> 'a', j ->> 's', j -> 'n', j ->> 'n', j -> 1, j ->> -1, j -> -9, j #> '{a,b,1}', "
     "j #>> '{a,b}', j #> '{a,b,-1}', j #>> '{a,b,-1}', j #> '{}', j #>> '{}', j -> 'big' FROM jb_t",
@@ -130,7 +133,6 @@ REFUSED = [
     "SELECT j FROM jb_t WHERE j IN ('1', '2')",
     "SELECT jsonb_each(j) FROM jb_t",  # records in a select list
     "SELECT jsonb_array_elements(j) -> 'c' FROM jb_t",  # nested in an expression
-    "SELECT jsonb_array_elements('[1]'), jsonb_array_elements('[2]')",  # PostgreSQL zips them
     "SELECT id FROM jb_t LEFT JOIN LATERAL jsonb_array_elements(j) e ON true",
     "SELECT jsonb_agg(DISTINCT id) FROM jb_t",
     "SELECT jsonb_agg(id) OVER () FROM jb_t",

@@ -407,8 +407,11 @@ _CATALOG_SCALARS = frozenset({18, 19, 26})  # "char", name, oid
 
 
 def _array_spark_loses(t: PgType | None) -> bool:
+    """An array of a type Spark has no name for (oid[]); not one of unknown-typed literals,
+    which PostgreSQL resolves to text[] as Spark's strings say."""
     e = t.element if t is not None and t.is_array else None
-    return e is not None and not e.is_array and T.from_arrow(e.arrow).oid != e.oid
+    return e is not None and t is not None and t.oid != 0 and not e.is_array \
+        and T.from_arrow(e.arrow).oid != e.oid
 
 
 def result_types(query: exp.Expression) -> list[PgType | None] | None:
