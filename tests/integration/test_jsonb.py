@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.integration.both_servers import errors, paired
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
@@ -147,13 +148,7 @@ REFUSED = [
 
 @pytest.fixture(scope="module")
 def both(server: WeirServer, pg_server):  # noqa: ANN201, F811
-    pg_server.create_database("jsonb")
-    with server.connect() as w, psycopg.connect(pg_server.dsn("jsonb"), autocommit=True) as p:
-        p.execute("SET TIME ZONE 'UTC'")
-        for sql in SETUP:
-            w.execute(sql)
-            p.execute(sql)
-        yield w, p
+    yield from paired(server, pg_server, "jsonb", SETUP, pg_first=("SET TIME ZONE 'UTC'",))
 
 
 def _answer(conn: psycopg.Connection, sql: str) -> tuple[list[tuple[str, int]], list[tuple[str | None, ...]]]:
@@ -181,11 +176,7 @@ def test_same_answer_as_postgres(both, sql: str) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("sql", ERRORS)
 def test_same_error_as_postgres(both, sql: str) -> None:  # noqa: ANN001
-    got = []
-    for conn in both:
-        with pytest.raises(psycopg.Error) as info:
-            conn.execute(sql)
-        got.append((info.value.sqlstate, info.value.diag.message_primary))
+    got = errors(both, sql)
     assert got[0] == got[1]
     assert both[0].execute("SELECT 1").fetchone() == (1,)
 

@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.integration.both_servers import paired
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
@@ -137,12 +138,7 @@ ORDERED = [
 
 @pytest.fixture(scope="module")
 def both(server: WeirServer, pg_server):  # noqa: ANN201, F811
-    pg_server.create_database("sem")
-    with server.connect() as w, psycopg.connect(pg_server.dsn("sem"), autocommit=True) as p:
-        for sql in SETUP:
-            w.execute(sql)
-            p.execute(sql)
-        yield w, p
+    yield from paired(server, pg_server, "sem", SETUP)
 
 
 @pytest.mark.parametrize("sql", SAME)

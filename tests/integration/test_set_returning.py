@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
 import pytest
 
+from tests.integration.both_servers import errors, paired
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
@@ -37,12 +37,7 @@ REFUSED = [  # PostgreSQL's errors (0A000), with its messages
 
 @pytest.fixture(scope="module")
 def both(server: WeirServer, pg_server):  # noqa: ANN201, F811
-    pg_server.create_database("srf")
-    with server.connect() as w, psycopg.connect(pg_server.dsn("srf"), autocommit=True) as p:
-        for sql in SETUP:
-            w.execute(sql)
-            p.execute(sql)
-        yield w, p
+    yield from paired(server, pg_server, "srf", SETUP)
 
 
 def _sorted(rows: list[tuple[Any, ...]]) -> list[str]:
@@ -59,9 +54,5 @@ def test_same_rows_as_postgres(both, sql: str) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("sql", REFUSED)
 def test_refused_as_postgres(both, sql: str) -> None:  # noqa: ANN001
-    outcomes = []
-    for conn in both:
-        with pytest.raises(psycopg.Error) as e:
-            conn.execute(sql)
-        outcomes.append((e.value.sqlstate, e.value.diag.message_primary))
+    outcomes = errors(both, sql)
     assert outcomes[0] == outcomes[1]
