@@ -13,7 +13,7 @@ import psycopg
 import pytest
 
 from tests.integration.catalog_corpus import CORPUS
-from tests.integration.server import WeirServer
+from tests.integration.server import WeirServer, wait_for_rows
 
 SETUP = [
     "CREATE TABLE sr_t (a int NOT NULL, b text, c numeric(10,2), d timestamptz)",
@@ -100,20 +100,48 @@ def test_in_process_is_off_for_user_data(server: WeirServer, both) -> None:  # n
 
 
 def test_repeated_reads_see_each_change(server: WeirServer, both) -> None:  # noqa: ANN001
-    """The engine keeps its inputs registered and its statements prepared between reads:
-    the same query after each CREATE and DROP answers from the new contents."""
+    """The engine keeps its inputs registered, its statements prepared and its answers
+    between reads: the same query after each CREATE and DROP answers from the new contents
+    (each read twice: the second is a kept answer)."""
     _, here = both
+
+    def read(sql: str) -> list[tuple[Any, ...]]:
+        first = here.execute(sql).fetchall()
+        assert here.execute(sql).fetchall() == first
+        return first
+
     sql = "SELECT name FROM mz_catalog.mz_tables WHERE name LIKE 'sr_rep%' ORDER BY name"
     here.execute("DROP TABLE IF EXISTS sr_rep1")
     here.execute("DROP TABLE IF EXISTS sr_rep2")
-    assert here.execute(sql).fetchall() == []
+    assert read(sql) == []
     here.execute("CREATE TABLE sr_rep1 (a int)")
-    assert here.execute(sql).fetchall() == [("sr_rep1",)]
+    assert read(sql) == [("sr_rep1",)]
     here.execute("CREATE TABLE sr_rep2 (a int)")
     here.execute("DROP TABLE sr_rep1")
-    assert here.execute(sql).fetchall() == [("sr_rep2",)]
+    assert read(sql) == [("sr_rep2",)]
     shown = "SHOW TABLES LIKE 'sr_rep%'"
-    assert here.execute(shown).fetchall() == [("sr_rep2", "")]
+    assert read(shown) == [("sr_rep2", "")]
     here.execute("DROP TABLE sr_rep2")
-    assert here.execute(sql).fetchall() == []
-    assert here.execute(shown).fetchall() == []
+    assert read(sql) == []
+    assert read(shown) == []
+
+
+def test_kept_answers_follow_sessions_and_settings(server: WeirServer, both) -> None:  # noqa: ANN001
+    """A kept answer is never one of another time's: live sessions come and go, and a
+    session's own values (search_path, now()) are the statement's."""
+    _, here = both
+    sessions = "SELECT count(*) FROM pg_catalog.pg_stat_activity"
+    before = here.execute(sessions).fetchone()[0]
+    assert here.execute(sessions).fetchone()[0] == before
+    with server.connect() as other:
+        wait_for_rows(here, sessions, lambda rows: rows == [(before + 1,)], timeout=10)
+        mine = "SELECT current_setting('search_path'), count(*) > 0 FROM mz_catalog.mz_tables"
+        assert here.execute(mine).fetchall() == other.execute(mine).fetchall()
+        other.execute("SET search_path = sr_s")
+        assert other.execute(mine).fetchall() == [("sr_s", True)]
+        assert here.execute(mine).fetchall()[0][0] != "sr_s"
+    wait_for_rows(here, sessions, lambda rows: rows == [(before,)], timeout=10)
+    clock = "SELECT now()::text, count(*) FROM mz_catalog.mz_tables"
+    first = here.execute(clock).fetchone()[0]
+    time.sleep(0.01)
+    assert here.execute(clock).fetchone()[0] != first

@@ -4,6 +4,7 @@ weir's Spark SQL rendered for DuckDB answers as Spark's ANSI mode does, or is re
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from decimal import Decimal
 
@@ -89,3 +90,34 @@ def test_arithmetic_is_found() -> None:
     assert has_arithmetic("SELECT count * 2 FROM weir_s1")
     assert has_arithmetic("SELECT a FROM weir_s1 WHERE b - 1 > 0")
     assert not has_arithmetic("SELECT a, max(b) FROM weir_s1 WHERE a = 'x' GROUP BY a")
+
+
+def test_an_answer_is_kept_while_its_inputs_are_the_same_objects(engine: Engine) -> None:
+    """A repeated query over unchanged contents is answered without running it again; a new
+    table object (what a write to a collection makes) is run over, never answered from the
+    old contents; describe-style reads (keep=False) are never kept."""
+    sql = to_duckdb("SELECT count(*) FROM weir_s1 AS `t`")
+    changed = pa.concat_tables([ROWS, ROWS])
+
+    async def go() -> None:
+        first = await engine.run(sql, {"weir_s1": ROWS})
+        assert await engine.run(sql, {"weir_s1": ROWS}) is first  # kept
+        assert (await engine.run(sql, {"weir_s1": changed})).column(0).to_pylist() == [6]
+        again = await engine.run(sql, {"weir_s1": ROWS})
+        assert again is not first and again.column(0).to_pylist() == [3]
+        other = to_duckdb("SELECT max(n) FROM weir_s1 AS `t`")
+        once = await engine.run(other, {"weir_s1": ROWS}, keep=False)
+        assert await engine.run(other, {"weir_s1": ROWS}, keep=False) is not once
+
+    asyncio.run(go())
+
+
+def test_a_failing_query_is_not_kept(engine: Engine) -> None:
+    sql = to_duckdb("SELECT 1 / (n - n) FROM weir_s1 AS `t`")
+
+    async def go() -> None:
+        for _ in range(2):
+            with pytest.raises(duckdb.Error):
+                await engine.run(sql, {"weir_s1": ROWS})
+
+    asyncio.run(go())

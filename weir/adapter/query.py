@@ -72,6 +72,16 @@ def columns_from_schema(schema: pa.Schema, names: list[str | None],
     return cols
 
 
+def _result_columns(spark: SparkPlan, schema: pa.Schema, casts: list[PgType | None]) -> list[api.Column]:
+    """columns_from_schema, worked out once for a plan while its result's schema is the same."""
+    kept = spark.__dict__.get("_result_columns")
+    if kept is not None and kept[1] is casts and (kept[0] is schema or kept[0].equals(schema)):
+        return list(kept[2])
+    cols = columns_from_schema(schema, spark.names, spark.inputs, casts)
+    spark.__dict__["_result_columns"] = (schema, casts, cols)
+    return cols
+
+
 def input_spec(desc: RelationDesc, files: list[str], as_of: int, consolidate: bool) -> dict[str, Any]:
     return {
         "name": desc.spark_name,
@@ -240,7 +250,7 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
             table = await system_reads.read(session, spark, params, ts, own_times)
             if table is not None:
                 session.lifecycle("compute-dependencies-finished")
-                cols = columns_from_schema(table.schema, spark.names, spark.inputs, plan.cast_hints)
+                cols = _result_columns(spark, table.schema, plan.cast_hints)
                 _ran(session, "in-process")
                 return api.Rows(cols, _stream(session, _batches(table), hold), tag_prefix)
         result = None

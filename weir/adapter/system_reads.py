@@ -74,10 +74,18 @@ class Engine:
                                      [text, duckdb.sqltype(arg), text], text, null_handling="special")
         self._lock = threading.Lock()
         self._local = threading.local()
+        self._answers = _Answers()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="system-reads")
 
-    async def run(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, self._run, sql, tables)
+    async def run(self, sql: str, tables: dict[str, pa.Table], *, keep: bool = True) -> pa.Table:
+        """The query's answer; `keep`: kept for the same query over the same contents."""
+        found = self._answers.get(sql, tables) if keep else None
+        if found is not None:
+            return found
+        result = await asyncio.get_running_loop().run_in_executor(self._pool, self._run, sql, tables)
+        if keep:
+            self._answers.put(sql, tables, result)
+        return result
 
     def _run(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table:
         state: _CursorState | None = getattr(self._local, "state", None)
@@ -95,6 +103,39 @@ class Engine:
     def close(self) -> None:
         self._pool.shutdown(wait=False)
         self._db.close()
+
+
+class _Answers:
+    """Answers kept while their inputs are unchanged. Every function the in-process engine
+    runs is deterministic (weir.sql.in_process admits no others; session values such as
+    current_user or now() are literals in the SQL), so the same SQL over the same contents
+    has the same answer: what Materialize gets from indexes on its catalog, here for the
+    queries tools repeat (psql's \\d, an ORM's reflection, a BI tool's sync). Contents are
+    compared by identity: a collection's Arrow table is a new object whenever it changes."""
+
+    MAX_ENTRIES = 256
+    MAX_ROWS = 10_000  # a larger answer is computed each time rather than kept
+
+    def __init__(self) -> None:
+        # SQL -> (the inputs it was computed over, the answer), least recently used first
+        self._kept: dict[str, tuple[dict[str, pa.Table], pa.Table]] = {}
+
+    def get(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table | None:
+        found = self._kept.pop(sql, None)
+        if found is None:
+            return None
+        inputs, answer = found
+        if inputs.keys() != tables.keys() or any(tables[name] is not t for name, t in inputs.items()):
+            return None  # an input changed: this answer is gone for good
+        self._kept[sql] = found
+        return answer
+
+    def put(self, sql: str, tables: dict[str, pa.Table], answer: pa.Table) -> None:
+        if answer.num_rows > self.MAX_ROWS:
+            return
+        if len(self._kept) >= self.MAX_ENTRIES:
+            del self._kept[next(iter(self._kept))]
+        self._kept[sql] = (dict(tables), answer)
 
 
 @dataclass
@@ -235,7 +276,7 @@ async def describe(session: Session, spark: SparkPlan) -> pa.Schema | None:
     tables = {desc.spark_name: pa.schema([pa.field(c.name, c.type.arrow) for c in desc.columns]).empty_table()
               for desc in spark.inputs.values()}
     try:
-        return (await session.coord.system_reads.run(sql, tables)).schema
+        return (await session.coord.system_reads.run(sql, tables, keep=False)).schema
     except (duckdb.Error, pa.ArrowException, ValueError, TypeError) as e:
         log.info("system read described by a replica instead: %s", e)
         return None

@@ -71,10 +71,10 @@ class SparkTemplate:
                 return m.group(0)
             k = int(m.group(2))
             if m.group(1) == "s":
-                key = keys[k - 1]
+                key, call = keys[k - 1], self.session_calls[k - 1]
                 if key is not None and key in rendered:
                     return rendered[key]
-                out = session_value_sql(self._bound(self.session_calls[k - 1], values, describe), ctx)
+                out = session_value_sql(call if key is not None else self._bound(call, values, describe), ctx)
                 if key is not None:
                     rendered[key] = out
                 return out

@@ -139,7 +139,7 @@ def session_value_sql(call: exp.Expression, ctx: SessionContext) -> str:
     value = session_value(call.copy(), ctx)
     if not _plain_value(value):
         return to_spark(value)
-    key = value.sql()
+    key: object = ("string", value.this) if isinstance(value, exp.Literal) and value.is_string else value.sql()
     found = _VALUE_SQL.get(key)
     if found is None:
         if len(_VALUE_SQL) >= 512:
@@ -148,7 +148,7 @@ def session_value_sql(call: exp.Expression, ctx: SessionContext) -> str:
     return found
 
 
-_VALUE_SQL: dict[str, str] = {}
+_VALUE_SQL: dict[object, str] = {}
 _LITERAL_SQL: dict[tuple[PgType, type, object], str] = {}
 _SIMPLE = (str, int, float, bool, decimal.Decimal, type(None))
 
@@ -228,21 +228,18 @@ def param_number(node: exp.Expression) -> int:
         raise WeirError(SqlState.SYNTAX_ERROR, f"invalid parameter reference {node.sql()}") from None
 
 
-def param_count(expr: exp.Expression) -> int:
-    return max((param_number(p) for p in expr.find_all(exp.Parameter, exp.Placeholder)), default=0)
-
-
 def infer_param_types(
     expr: exp.Expression, given: list[int], column_type: Callable[[exp.Column], PgType | None]
 ) -> list[PgType]:
     """Types for $1..$n: the client's where given, else from context (a cast, or a
     comparison/arithmetic with a column or typed expression), else text."""
-    n = max(param_count(expr), len(given))
+    params = list(expr.find_all(exp.Parameter, exp.Placeholder))  # one walk of the tree
+    n = max(max((param_number(p) for p in params), default=0), len(given))
     out: list[PgType | None] = [None] * n
     for i, oid in enumerate(given):
         if oid:
             out[i] = T.by_oid(oid)
-    for p in expr.find_all(exp.Parameter, exp.Placeholder):
+    for p in params:
         k = param_number(p) - 1
         if out[k] is not None:
             continue
