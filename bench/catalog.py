@@ -11,6 +11,10 @@ in both, then times, ROUNDS times each, alternating between the two servers:
 - psql's `\\d t`: every query psql 15 sends for it (captured with `psql -E` from each
   server, so each with its own OIDs), replayed one after another over one connection with
   the simple query protocol, as psql sends them;
+- the same for each of the OBJECTS tables in turn (`\\d bench_t0`, `\\d bench_t1`, ...): a
+  table's queries come back only after every other table's, so what weir keeps for a
+  repeated query (prepared statements, answers over unchanged contents) is gone by then
+  (with 50 tables or more);
 - SQLAlchemy 2's `inspect(conn).get_columns(t)` (a fresh Inspector each time: no cache).
 
 Prints p50 and p99 of each on both servers, their ratio, and the load average at start and
@@ -60,11 +64,11 @@ def _setup(conn: psycopg.Connection, objects: int) -> None:
         conn.execute(f"CREATE VIEW bench_v{i} AS SELECT a FROM bench_t{i}")
 
 
-def _psql_queries(dsn: str) -> list[str]:
-    """The queries psql 15 sends for `\\d TABLE`, as it sent them to this server."""
+def _psql_queries(dsn: str, table: str = TABLE) -> list[str]:
+    """The queries psql 15 sends for `\\d table`, as it sent them to this server."""
     psql = shutil.which("psql")
     assert psql is not None, "psql (Debian's postgresql-client) is needed"
-    out = subprocess.run([psql, "-X", "-E", dsn, "-c", rf"\d {TABLE}"], capture_output=True, text=True,
+    out = subprocess.run([psql, "-X", "-E", dsn, "-c", rf"\d {table}"], capture_output=True, text=True,
                          check=True, env={**os.environ, "PAGER": ""}).stdout
     found = QUERY_MARK.findall(out)
     assert found, out
@@ -133,6 +137,17 @@ def run(weir_dsn: str, pg_dsn: str, weir_port: int, pg_url: str, args: argparse.
 
         _measure(rf"psql \d t ({len(wd)} queries)", lambda: describe(w, wd), lambda: describe(p, pd),
                  args.rounds)
+        tables = [f"bench_t{i}" for i in range(args.objects)]
+        each_w = [_psql_queries(weir_dsn, t) for t in tables]
+        each_p = [_psql_queries(pg_dsn, t) for t in tables]
+        turn = {"weir": 0, "pg": 0}
+
+        def in_turn(way: str, conn: psycopg.Connection, each: list[list[str]]) -> None:
+            describe(conn, each[turn[way] % len(each)])
+            turn[way] += 1
+
+        _measure(r"psql \d, tables in turn", lambda: in_turn("weir", w, each_w),
+                 lambda: in_turn("pg", p, each_p), args.rounds)
         with weir_engine.connect() as wc, pg_engine.connect() as pc:
             _measure("SQLAlchemy get_columns", lambda: sqlalchemy.inspect(wc).get_columns(TABLE),
                      lambda: sqlalchemy.inspect(pc).get_columns(TABLE), args.rounds)

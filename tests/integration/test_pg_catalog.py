@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from tests.integration.both_servers import errors, paired
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 from weir.types import BY_OID
@@ -236,3 +237,48 @@ def test_backend_pid_and_start_time(server: WeirServer) -> None:
         assert rows(b, "SELECT pg_postmaster_start_time()") == [(started,)]
         assert rows(a, "SELECT pg_postmaster_start_time() < now(), pg_typeof(pg_postmaster_start_time())::text") \
             == [(True, "timestamp with time zone")]
+
+
+NAMED = ['CREATE SCHEMA pgc_cn', 'CREATE TABLE pgc_cn."Mixed Case" (a int)', "CREATE TABLE pgc_cn.plain (a int)"]
+
+
+@pytest.fixture(scope="module")
+def named(server: WeirServer, pg_server) -> Iterator[tuple[psycopg.Connection, psycopg.Connection]]:  # noqa: ANN001, F811
+    yield from paired(server, pg_server, "pgc_named", NAMED)
+
+
+@pytest.mark.parametrize("sql", [
+    # a computed name cast to regclass / regnamespace: parsed as an identifier, per row
+    "SELECT format('%I.%I', 'pgc_cn', 'Mixed Case')::regclass::text, ('pgc_cn.' || 'PLAIN')::regclass::text, "
+    "('\"pgc_cn\".\"pl' || 'ain\"')::regclass::text, quote_ident('pgc_cn')::regnamespace::text",
+    "SELECT format('%I.%I', 'pgc_cn', 'plain')::regclass::oid = 'pgc_cn.plain'::regclass::oid",
+    "SELECT col_description(format('%I.%I', 'pgc_cn', 'plain')::regclass::oid, 1), "
+    "col_description(format('%I.%I', 'pgc_cn', 'Mixed Case')::regclass, 1)",
+    "SELECT (NULL::text)::regclass, has_table_privilege(current_user, NULL::text, 'SELECT')",
+    # names from a catalog relation's rows, as Metabase's table privileges query passes them
+    "SELECT t.tablename, has_table_privilege(current_user, quote_ident(t.schemaname) || '.' || "
+    "quote_ident(t.tablename), 'SELECT'), has_any_column_privilege(current_user, '\"' || t.schemaname || "
+    "'\".\"' || t.tablename || '\"', 'INSERT'), has_schema_privilege(current_user, t.schemaname, 'USAGE') "
+    "FROM pg_catalog.pg_tables t WHERE t.schemaname = 'pgc_cn' ORDER BY 1",
+])
+def test_computed_names_as_in_postgres(named: tuple, sql: str) -> None:
+    w, p = named
+    got, expected = w.execute(sql), p.execute(sql)
+    assert [d.name for d in got.description] == [d.name for d in expected.description]
+    assert got.fetchall() == expected.fetchall()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT ('pgc_cn.' || 'nope')::regclass",
+    "SELECT format('%I', 'pgc_nope')::regnamespace",
+    "SELECT has_table_privilege(current_user, 'pgc_cn.' || 'nope', 'SELECT')",
+    "SELECT has_schema_privilege(current_user, 'pgc_' || 'nope', 'USAGE')",
+    "SELECT col_description(('pgc_cn.' || 'nope')::regclass, 1)",
+])
+def test_computed_names_naming_nothing_fail_as_in_postgres(named: tuple, sql: str) -> None:
+    assert errors(named, sql)[0] == errors(named, sql)[1]
+
+
+def test_a_computed_database_name_naming_nothing_fails(named: tuple) -> None:
+    (w_state, _), (p_state, _) = errors(named, "SELECT has_database_privilege(current_database() || '_nope', 'CONNECT')")
+    assert w_state == p_state == "3D000"

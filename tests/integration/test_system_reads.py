@@ -32,12 +32,6 @@ assert len(CORPUS) >= 60
 
 # Tools' catalog queries left out of the corpus, and why
 DROPPED: dict[str, str] = {
-    "Metabase's table privileges (sql-jdbc describe-database: has_table_privilege(current_user, "
-    "'\"' || t.schemaname || ... , 'SELECT'), has_schema_privilege(current_user, t.schemaname, 'USAGE'))":
-        "has_*_privilege of an object named by a computed text: weir resolves an object's name there "
-        "only when it is a constant (a computed argument is taken as the object's oid)",
-    "Metabase's describe-fields-sql (col_description(CAST(CAST(format('%I.%I', ...) AS regclass) AS oid), ...))":
-        "a cast of a computed text to regclass: weir resolves reg* casts of constants only",
     "DBeaver's pg_get_keywords() (the keyword list it highlights)": "pg_get_keywords() is not in weir",
 }
 

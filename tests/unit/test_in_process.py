@@ -121,3 +121,13 @@ def test_a_failing_query_is_not_kept(engine: Engine) -> None:
                 await engine.run(sql, {"weir_s1": ROWS})
 
     asyncio.run(go())
+
+
+def test_regexp_extract_answers_as_spark_does(engine: Engine) -> None:
+    """substring(s FROM pattern)'s Spark form: '' for a group that took no part or no
+    match (the CASE around it gives PostgreSQL's NULL), NULL for NULL."""
+    sql = ("SELECT CASE WHEN name RLIKE '(?s)^(a)(b)?' THEN regexp_extract(name, '(?s)^(a)(b)?', 2) END, "
+           "regexp_extract(name, 'x(y)', 1) FROM weir_s1 AS `t`")
+    out = engine._run(to_duckdb(sql), {"weir_s1": pa.table({"name": ["a", "ab", "c", None]})})
+    assert out.column(0).to_pylist() == ["", "b", None, None]
+    assert out.column(1).to_pylist() == ["", "", "", None]

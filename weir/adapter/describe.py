@@ -11,6 +11,7 @@ from weir.adapter import api, planning
 from weir.adapter.show import show_sql
 from weir.sql import statements as st
 from weir.sql.render import infer_param_types
+from weir.sql.resolve import column_type_fn
 from weir.types import PgType
 
 if TYPE_CHECKING:
@@ -20,29 +21,7 @@ if TYPE_CHECKING:
 def _column_type_fn(session: Session, expr: exp.Expression):  # noqa: ANN202
     """Type of a column reference by looking it up in the relations the statement names
     (looked up on the first call: only a parameter's type needs them)."""
-    cols: dict[str, PgType] | None = None
-
-    def columns() -> dict[str, PgType]:
-        resolver = session.coord.resolver(session)
-        found: dict[str, PgType] = {}
-        for table in expr.find_all(exp.Table):
-            if not isinstance(table.this, exp.Identifier):
-                continue
-            try:
-                desc = resolver.lookup([p.name.lower() for p in table.parts])
-            except Exception:  # noqa: BLE001 - unknown names are reported at execution
-                continue
-            for c in desc.columns:
-                found.setdefault(c.name, c.type)
-        return found
-
-    def lookup(col: exp.Column) -> PgType | None:
-        nonlocal cols
-        if cols is None:
-            cols = columns()
-        return cols.get(col.name.lower())
-
-    return lookup
+    return column_type_fn(expr, session.coord.resolver(session))
 
 
 def _insert_param_types(session: Session, stmt: st.Insert, given: list[int]) -> list[PgType]:

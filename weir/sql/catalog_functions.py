@@ -27,14 +27,18 @@ functions (current_schemas(true)), filled in per execution.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sqlglot
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError, runtime_marker
-from weir.sql import catalog_absent, catalog_arrays
+from weir.sql import catalog_absent, catalog_arrays, catalog_names
 from weir.sql.catalog_definitions import TEMPLATES as DEFINITIONS
 from weir.sql.catalog_definitions import indexdef_sql, quote_ident_sql
-from weir.types import BY_OID, parse_type
+from weir.types import BY_OID, PgType, parse_type
+
+_IsText = Callable[[exp.Expression], bool]  # whether an argument is a name (text), not an oid
 
 _ARG = "__weir_arg"
 
@@ -115,6 +119,9 @@ _PRIVILEGE_OBJECTS = {
 def _fill(template: str, args: list[exp.Expression]) -> exp.Expression:
     sql = template.format(*[f"{_ARG}{k}" for k in range(len(args))], F="{F}")
     tree = sqlglot.parse_one(sql, read="postgres")
+    for call in tree.find_all(exp.Anonymous):  # the template's own errors (not the arguments')
+        if call.name.lower() == "raise_error":
+            call.meta["weir_literal"] = True  # weir's own Spark call: weir.sql.functions lets it pass
 
     def put(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and not node.table and node.name.startswith(_ARG):
@@ -229,12 +236,14 @@ def _outputs_name(cast: exp.Cast) -> bool:
     return isinstance(parent, exp.Select) and cast.arg_key == "expressions"
 
 
-def _reg_cast(cast: exp.Cast, kind: str) -> exp.Expression:
-    out = _reg_value(cast, kind)
+def _reg_cast(cast: exp.Cast, kind: str, is_text: _IsText) -> exp.Expression:
+    out = _reg_value(cast, kind, is_text)
     # PostgreSQL names the column after what is cast (a column's or call's name), else the type
     arg = cast.this
     out.meta["weir_output_name"] = (arg.name if isinstance(arg, exp.Column)
                                     else arg.meta.get("weir_output_name") or kind)
+    if isinstance(arg, (exp.Column, exp.Func)) and not isinstance(arg, exp.Cast):
+        out.meta["weir_named"] = True  # a cast around it keeps the name
     return out
 
 
@@ -254,7 +263,7 @@ def _compared_with_regproc_column(cast: exp.Cast) -> bool:
     return isinstance(other, exp.Column) and other.name.lower() in _REGPROC_COLUMNS
 
 
-def _reg_value(cast: exp.Cast, kind: str) -> exp.Expression:
+def _reg_value(cast: exp.Cast, kind: str, is_text: _IsText) -> exp.Expression:
     arg = cast.this
     if kind == "regproc" and isinstance(arg, exp.Literal) and arg.is_string and _compared_with_regproc_column(cast):
         return exp.Literal.string(_split_name(arg.this)[1])
@@ -263,6 +272,12 @@ def _reg_value(cast: exp.Cast, kind: str) -> exp.Expression:
         if not _outputs_name(cast):
             return oid
         arg = oid
+    elif is_text(arg):  # a name computed per row
+        if kind == "regclass":
+            return _fill(catalog_names.relation("{0}", output_name=_outputs_name(cast)), [arg])
+        if kind == "regnamespace":
+            return _fill(catalog_names.schema("{0}", output_name=_outputs_name(cast)), [arg])
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"a computed text cast to {kind} is not supported")
     elif not _outputs_name(cast):
         return arg.copy()
     return _fill(_name_template(kind), [arg])
@@ -343,7 +358,17 @@ def _to_reg(name: str, arg: exp.Expression) -> exp.Expression:
                  "pg_catalog.pg_type weir_t WHERE weir_t.typname = CAST({0} AS text)))", [arg])
 
 
-def _privilege(name: str, args: list[exp.Expression]) -> exp.Expression:
+def _computed_relation(arg: exp.Expression, is_text: _IsText) -> exp.Expression | None:
+    """The text of `text::regclass` or `text::regclass::oid` when the text is computed."""
+    if isinstance(arg, exp.Cast) and _oid_type(arg.to) is None and arg.to.sql().lower() == "oid":
+        arg = arg.this
+    if isinstance(arg, exp.Cast) and _oid_type(arg.to) == "regclass" and is_text(arg.this) \
+            and not (isinstance(arg.this, exp.Literal)):
+        return arg.this
+    return None
+
+
+def _privilege(name: str, args: list[exp.Expression], is_text: _IsText) -> exp.Expression:
     """has_*_privilege([user,] object, privilege): a superuser, the owner, or a grant (to
     the role or PUBLIC) in the object's ACL with every privilege asked for."""
     table, name_col, owner_col, acl_col, nsp_col = _PRIVILEGE_OBJECTS[name]
@@ -361,11 +386,15 @@ def _privilege(name: str, args: list[exp.Expression]) -> exp.Expression:
         if word not in _LETTERS:
             raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f"unrecognized privilege type: \"{p.strip()}\"")
         letters.append(_LETTERS[word])
+    source, computed = f"pg_catalog.{table} weir_o", False
     if isinstance(obj, exp.Literal) and obj.is_string:
         if table == "pg_class":
             match = f"weir_o.oid = {_sql(_relation_oid(obj.this))}"
         else:
             match = f"weir_o.{name_col} = {_q(_split_name(obj.this)[1])}"
+    elif is_text(obj):  # the object's name computed per row (weir.sql.catalog_names)
+        source, match = catalog_names.privilege_source(table, f"{_ARG}0")
+        computed = True
     else:
         match = f"weir_o.oid = {_ARG}0"
     if isinstance(user, exp.Literal) and user.is_string:
@@ -378,9 +407,13 @@ def _privilege(name: str, args: list[exp.Expression]) -> exp.Expression:
     # pattern finds a letter granted to the role or to PUBLIC
     acl = f"replace(',' || array_to_string(weir_o.{acl_col}, ','), ',' || weir_u.rolname || '=', ',=')"
     grants = " AND ".join(f"({acl}) ~ ',=[A-Za-z*]*{letter}'" for letter in letters)
-    sql = (f"(SELECT coalesce(max(CASE WHEN weir_u.rolsuper OR weir_o.{owner_col} = weir_u.oid OR ({grants}) "
-           f"THEN 1 ELSE 0 END), 0) = 1 FROM pg_catalog.{table} weir_o CROSS JOIN pg_catalog.pg_roles weir_u "
-           f"WHERE {match} AND {role})")
+    holds = f"max(CASE WHEN weir_u.rolsuper OR weir_o.{owner_col} = weir_u.oid OR ({grants}) THEN 1 ELSE 0 END)"
+    if computed:  # no such object: PostgreSQL's error, raised outside the subquery
+        sql = (f"(SELECT {holds} = 1 FROM {source} CROSS JOIN pg_catalog.pg_roles weir_u WHERE {match} AND {role})")
+        sql = catalog_names.strict(f"{_ARG}0", sql, catalog_names.privilege_failing(table, f"{_ARG}0"))
+    else:
+        sql = (f"(SELECT coalesce({holds}, 0) = 1 FROM {source} CROSS JOIN pg_catalog.pg_roles weir_u "
+               f"WHERE {match} AND {role})")
     return _fill(sql, [obj, user])
 
 
@@ -464,12 +497,20 @@ def _unqualified_type(node: exp.DataType) -> exp.DataType | None:
         return exp.DataType.build(name, dialect="postgres", udt=True)
 
 
-def _call(node: exp.Anonymous) -> exp.Expression | None:
+def _call(node: exp.Anonymous, is_text: _IsText) -> exp.Expression | None:
     name, args = node.name.lower(), list(node.expressions)
     if name in _VISIBLE and len(args) == 1:
         return _visible(name, args[0])
+    if name in ("col_description", "obj_description") and len(args) in (1, 2):
+        text = _computed_relation(args[0], is_text)
+        if text is not None:  # the relation named per row (weir.sql.catalog_names)
+            subid, catalog = ("{1}", "'pg_class'") if name == "col_description" \
+                else ("0", "{1}" if len(args) == 2 else None)
+            return _fill(catalog_names.description("{0}", subid, catalog), [text, *args[1:]])
+    if name == "has_any_column_privilege":  # weir grants no column privileges: the table's
+        name = "has_table_privilege"
     if name in _PRIVILEGE_OBJECTS:
-        return _privilege(name, args)
+        return _privilege(name, args, is_text)
     if name == "format_type" and len(args) == 2:
         return _fill(format_type_sql("{0}", "{1}"), args)
     if name == "quote_ident" and len(args) == 1:
@@ -499,11 +540,16 @@ def _call(node: exp.Anonymous) -> exp.Expression | None:
     return None
 
 
-def rewrite(expr: exp.Expression) -> exp.Expression:
+def rewrite(expr: exp.Expression,
+            column_type: Callable[[exp.Column], PgType | None] | None = None) -> exp.Expression:
     """The query with PostgreSQL's catalog functions, reg* casts, OPERATOR(...) and the
-    default COLLATE written as plain SQL over pg_catalog's relations."""
+    default COLLATE written as plain SQL over pg_catalog's relations. `column_type`: a
+    column's type where known (a text column names an object, an oid column is its oid)."""
     if not _mentions(expr):
         return expr
+
+    def is_text(arg: exp.Expression) -> bool:
+        return catalog_names.text_valued(arg, column_type)
 
     def visit(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Dot):
@@ -521,10 +567,11 @@ def rewrite(expr: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Cast):
             kind = _oid_type(node.to)
             if kind is not None:
-                return _reg_cast(node, kind)
+                return _reg_cast(node, kind, is_text)
         if isinstance(node, exp.Anonymous):
-            new = _call(node)
-            if new is not None:
+            new = _call(node, is_text)
+            if new is not None:  # PostgreSQL names the column after the function
+                new.meta.setdefault("weir_output_name", node.meta.get("weir_output_name") or node.name.lower())
                 return new
         if isinstance(node, exp.Format) and isinstance(node.this, exp.Literal) and node.this.is_string:
             return catalog_absent.format_call([node.this, *node.expressions], _fill) or node
@@ -575,7 +622,8 @@ def _transform_pre(root: exp.Expression, visit) -> exp.Expression:  # noqa: ANN0
     return root
 
 
-_NAMES = frozenset({*(n for n, _ in _TEMPLATES), *_VISIBLE, *_PRIVILEGE_OBJECTS, "format_type", "quote_ident",
+_NAMES = frozenset({*(n for n, _ in _TEMPLATES), *_VISIBLE, *_PRIVILEGE_OBJECTS, "has_any_column_privilege",
+                    "format_type", "quote_ident",
                     "pg_get_function_arguments", "to_regtype", "to_regclass", "json_build_object",
                     "array_upper", "array_lower", catalog_arrays.EXPAND})
 

@@ -76,6 +76,7 @@ _SAME_FUNCTIONS = frozenset({
     exp.Or, exp.Replace, exp.GroupConcat, exp.ArrayToString, exp.ConcatWs,
     exp.ArrayAgg, exp.ArraySize, exp.Struct, exp.Transform,  # array_agg (weir.sql.in_process_arrays)
     exp.Trim,  # Spark's trim of spaces or of a set of characters is DuckDB's
+    exp.RegexpExtract,  # the pattern as RE2 reads it (below); '' for a group that took no part, in both
 })
 # ... of which these are Spark ints and DuckDB bigints (sum and avg differ in their types
 # too, by their argument's: they are not above)

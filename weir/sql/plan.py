@@ -35,7 +35,7 @@ from weir.sql.render import (
     to_spark,
     uses_session,
 )
-from weir.sql.resolve import RelationDesc, Resolved, Resolver, resolve
+from weir.sql.resolve import RelationDesc, Resolved, Resolver, column_type_fn, resolve
 from weir.types import PgType
 
 # Slots in rendered Spark SQL, found outside string literals and quoted identifiers.
@@ -251,7 +251,8 @@ def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolv
     # The coordinator evaluates the query as written: it reads typed literals the
     # PostgreSQL way ('1-2 3:4 5 day'::interval has months, which Spark's folded
     # literal cannot hold); Spark and the fast path get them folded.
-    expr = catalog_functions.rewrite(featureless.prune(expr))  # catalog functions as SQL over pg_catalog
+    expr = featureless.prune(expr)  # catalog functions as SQL over pg_catalog:
+    expr = catalog_functions.rewrite(expr, column_type_fn(expr, resolver))
     plan = QueryPlan(expr, list(param_types), cluster_id, cast_hints(expr))
     if constant.is_constant(expr):
         if param_types or uses_session(expr):

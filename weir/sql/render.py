@@ -83,6 +83,8 @@ def _named(e: exp.Expression) -> bool:
     cast's type name is weaker than the outer cast's type."""
     while isinstance(e, (exp.Paren, exp.Cast)) and not e.meta.get("weir_folded"):
         e = e.this
+    if e.meta.get("weir_named"):  # a rewritten call named after what it was (a reg* cast of a call)
+        return True
     if e.meta.get("weir_folded") or isinstance(e, (exp.Literal, exp.Null, exp.Case, exp.Boolean)):
         return False
     return isinstance(e, (exp.Column, exp.Subquery, exp.Func)) or bool(e.meta.get("weir_output_name"))

@@ -3,6 +3,7 @@ render it as Spark SQL over temporary views of those collections."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -92,6 +93,32 @@ def _named_tables(expr: exp.Expression) -> list[tuple[exp.Table, list[str]]]:
             continue
         out.append((table, parts))
     return out
+
+
+def column_type_fn(expr: exp.Expression, resolver: Resolver) -> Callable[[exp.Column], PgType | None]:
+    """A column reference's type, from the relations the statement names (by the column's
+    name: enough to tell a text column from an oid one). The relations are looked up on
+    the first call only: most statements never ask."""
+    cols: dict[str, PgType] | None = None
+
+    def columns() -> dict[str, PgType]:
+        found: dict[str, PgType] = {}
+        for _, parts in _named_tables(expr):
+            try:
+                desc = resolver.lookup(parts)
+            except Exception:  # noqa: BLE001 - unknown names are reported when the query is resolved
+                continue
+            for c in desc.columns:
+                found.setdefault(c.name, c.type)
+        return found
+
+    def lookup(col: exp.Column) -> PgType | None:
+        nonlocal cols
+        if cols is None:
+            cols = columns()
+        return cols.get(col.name.lower())
+
+    return lookup
 
 
 def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, _depth: int = 0) -> Resolved:
