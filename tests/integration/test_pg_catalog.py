@@ -282,3 +282,23 @@ def test_computed_names_naming_nothing_fail_as_in_postgres(named: tuple, sql: st
 def test_a_computed_database_name_naming_nothing_fails(named: tuple) -> None:
     (w_state, _), (p_state, _) = errors(named, "SELECT has_database_privilege(current_database() || '_nope', 'CONNECT')")
     assert w_state == p_state == "3D000"
+
+
+def test_size_pretty_as_in_postgres(named: tuple) -> None:
+    """pg_size_pretty() prints as PostgreSQL 15 does (psql's \\dt+ and \\l+ call it), at each
+    unit's edges, negative sizes and NULL."""
+    sql = ("SELECT v, pg_size_pretty(v) FROM (VALUES (0::bigint), (10239), (10240), (-10240), (-10239), (20479), "
+           "(10485247), (10485248), (20971519), (20971520), (1099511627776), (123456789012345678), "
+           "(9223372036854775807), (NULL)) t(v) ORDER BY v")
+    w, p = named
+    assert w.execute(sql).fetchall() == p.execute(sql).fetchall()
+
+
+def test_tablespaces_and_databases_as_in_postgres(named: tuple) -> None:
+    """PostgreSQL's two built-in tablespaces; databases in pg_default (psql's \\l+ joins them)."""
+    w, p = named
+    sql = "SELECT oid, spcname, pg_tablespace_location(oid) FROM pg_catalog.pg_tablespace ORDER BY oid"
+    assert w.execute(sql).fetchall() == p.execute(sql).fetchall()
+    sql = ("SELECT t.spcname FROM pg_catalog.pg_database d JOIN pg_catalog.pg_tablespace t "
+           "ON d.dattablespace = t.oid WHERE d.datname = current_database()")
+    assert w.execute(sql).fetchall() == p.execute(sql).fetchall() == [("pg_default",)]

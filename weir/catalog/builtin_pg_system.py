@@ -70,8 +70,19 @@ def _procs(s: Snapshot) -> list[Row]:
 
 def _databases(s: Snapshot) -> list[Row]:
     """Strings compare byte by byte (Spark's ordering): the C collation."""
-    return [(d.oid, d.name, role_oid(s, d.owner_id), UTF8, "c", False, True, -1, 0, "C", "C", None, None,
-             aclitems(s, acl(s, "database", d.id, d.owner_id))) for d in s.databases]
+    return [(d.oid, d.name, role_oid(s, d.owner_id), UTF8, "c", False, True, -1, DEFAULT_TABLESPACE, "C", "C",
+             None, None, aclitems(s, acl(s, "database", d.id, d.owner_id))) for d in s.databases]
+
+
+# PostgreSQL's two tablespaces, which every installation has: pg_default, where a
+# database's relations are (for weir, its data directory), and pg_global, for shared
+# catalogs. weir has no others (CREATE TABLESPACE is not in weir).
+DEFAULT_TABLESPACE, GLOBAL_TABLESPACE = 1663, 1664
+
+
+def _tablespaces(s: Snapshot) -> list[Row]:
+    owner = role_oid(s, MZ_SYSTEM_ROLE_ID)
+    return [(DEFAULT_TABLESPACE, "pg_default", owner, None, None), (GLOBAL_TABLESPACE, "pg_global", owner, None, None)]
 
 
 def _authid(s: Snapshot) -> list[Row]:
@@ -279,7 +290,7 @@ TABLES: list[BuiltinTable] = [
         ("oid", OID), ("rulename", NAME), ("ev_class", OID), ("ev_type", CHAR), ("ev_enabled", CHAR),
         ("is_instead", BOOL), ("ev_qual", NODE_TREE), ("ev_action", NODE_TREE)), _none),
     BuiltinTable(PG_CATALOG, "pg_tablespace", *ids(628), _t(
-        ("oid", OID), ("spcname", NAME), ("spcowner", OID), ("spcacl", ACL), ("spcoptions", TEXT_ARRAY)), _none,
+        ("oid", OID), ("spcname", NAME), ("spcowner", OID), ("spcacl", ACL), ("spcoptions", TEXT_ARRAY)), _tablespaces,
         frozenset({"spcacl", "spcoptions"})),
     # weir takes no locks a session could wait on: empty is the honest answer
     BuiltinTable(PG_CATALOG, "pg_locks", *ids(630), _t(

@@ -19,9 +19,11 @@ TEMPLATES: dict[tuple[str, int], str] = {
     # pg_get_ruledef answers NULL for an oid that is not
     ("pg_get_ruledef", 1): "CAST(NULL AS text)",
     ("pg_get_ruledef", 2): "CAST(NULL AS text)",
-    # weir has no tablespaces (pg_tablespace is empty): 0, a relation's "default
-    # tablespace", is the data directory (''), any other oid none
-    ("pg_tablespace_location", 1): "CASE WHEN {0} = 0 THEN CAST('' AS text) ELSE CAST(NULL AS text) END",
+    # weir's tablespaces are PostgreSQL's built-in two (pg_default 1663, pg_global 1664),
+    # whose location PostgreSQL prints as '' (the data directory), as it does 0, a
+    # relation's "default tablespace"; any other oid is none
+    ("pg_tablespace_location", 1): "CASE WHEN {0} IN (0, 1663, 1664) THEN CAST('' AS text) "
+                                   "ELSE CAST(NULL AS text) END",
     # weir does not track the bytes a relation takes on disk, nor how often an index is
     # scanned: unknown
     ("pg_relation_size", 1): "CAST(NULL AS bigint)",
@@ -30,7 +32,32 @@ TEMPLATES: dict[tuple[str, int], str] = {
     ("pg_table_size", 1): "CAST(NULL AS bigint)",
     ("pg_indexes_size", 1): "CAST(NULL AS bigint)",
     ("pg_stat_get_numscans", 1): "CAST(NULL AS bigint)",
+    ("pg_database_size", 1): "CAST(NULL AS bigint)",
+    # weir's functions are built in: none has an SQL body
+    ("pg_get_function_sqlbody", 1): "CAST(NULL AS text)",
+    ("pg_tablespace_size", 1): "CAST(NULL AS bigint)",
 }
+
+
+
+def _size_pretty() -> str:
+    """pg_size_pretty(bytes) as PostgreSQL 15 prints a size: bytes below 10 kB, else the
+    largest unit (kB ... PB) that keeps the number below 20480, halves rounded away from
+    zero; each unit's number is the bytes divided, truncated, as PostgreSQL's int64 math."""
+    size = "CAST({0} AS bigint)"
+
+    def rounded(divided: str) -> str:
+        return f"CAST(({divided} + CASE WHEN {divided} < 0 THEN -1 ELSE 1 END) / 2 AS text)"
+
+    arms = [f"WHEN abs({size}) < 10240 THEN CAST({size} AS text) || ' bytes'"]
+    for k, unit in enumerate(("kB", "MB", "GB", "TB")):
+        divided = f"({size} / {2 ** (9 + 10 * k)})"
+        arms.append(f"WHEN abs({divided}) < 20479 THEN {rounded(divided)} || ' {unit}'")
+    return f"CASE WHEN {{0}} IS NULL THEN CAST(NULL AS text) {' '.join(arms)} ELSE {rounded(f'({size} / {2 ** 49})')} || ' PB' END"
+
+
+# the sizes above print as PostgreSQL prints them (psql's \\dt+ and \\l+ call this)
+TEMPLATES[("pg_size_pretty", 1)] = _size_pretty()
 
 # what format()'s %I of a NULL raises, filled in by weir.sql.catalog_functions
 NULL_IDENTIFIER = "weir_format_null_identifier"

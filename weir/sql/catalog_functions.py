@@ -406,7 +406,10 @@ def _privilege(name: str, args: list[exp.Expression], is_text: _IsText) -> exp.E
     # the role's items made PUBLIC's (`role=rw/owner` -> `=rw/owner`), so that one constant
     # pattern finds a letter granted to the role or to PUBLIC
     acl = f"replace(',' || array_to_string(weir_o.{acl_col}, ','), ',' || weir_u.rolname || '=', ',=')"
-    grants = " AND ".join(f"({acl}) ~ ',=[A-Za-z*]*{letter}'" for letter in letters)
+    # every role may connect to every database (weir has no CONNECT privilege to withhold;
+    # PostgreSQL grants it to PUBLIC by default)
+    grants = " AND ".join("true" if (table, letter) == ("pg_database", "c") else f"({acl}) ~ ',=[A-Za-z*]*{letter}'"
+                          for letter in letters)
     holds = f"max(CASE WHEN weir_u.rolsuper OR weir_o.{owner_col} = weir_u.oid OR ({grants}) THEN 1 ELSE 0 END)"
     if computed:  # no such object: PostgreSQL's error, raised outside the subquery
         sql = (f"(SELECT {holds} = 1 FROM {source} CROSS JOIN pg_catalog.pg_roles weir_u WHERE {match} AND {role})")
@@ -569,6 +572,7 @@ def rewrite(expr: exp.Expression,
             if kind is not None:
                 return _reg_cast(node, kind, is_text)
         if isinstance(node, exp.Anonymous):
+            _qualify_arguments(node)
             new = _call(node, is_text)
             if new is not None:  # PostgreSQL names the column after the function
                 new.meta.setdefault("weir_output_name", node.meta.get("weir_output_name") or node.name.lower())
@@ -582,6 +586,23 @@ def rewrite(expr: exp.Expression,
     catalog_arrays.expand_arrays(out)
     _order_by_output(out)
     return _transform_pre(out, visit)
+
+
+def _qualify_arguments(call: exp.Anonymous) -> None:
+    """`shobj_description(oid, ...)` over one relation: an unqualified `oid` qualified with
+    that relation's name, since a template puts it inside a subquery over catalog relations
+    that have an oid column too (pg_class.oid), where it would be ambiguous."""
+    select = call.find_ancestor(exp.Select)
+    source = select.args.get("from_") if select is not None else None
+    if source is None or select.args.get("joins") or not isinstance(source.this, exp.Table):
+        return
+    name = source.this.alias_or_name
+    if not name or not isinstance(source.this.this, exp.Identifier):
+        return
+    for column in call.find_all(exp.Column):
+        if not column.table and column.name.lower() == "oid" and column.find_ancestor(exp.Select) is select:
+            column.set("table", exp.to_identifier(name, quoted=source.this.args.get("alias") is None
+                                                  and source.this.this.quoted))
 
 
 def _order_by_output(tree: exp.Expression) -> None:

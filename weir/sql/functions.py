@@ -146,6 +146,12 @@ def _plain_joins_to_arrays(tree: exp.Expression) -> None:
     """A join to unnest()/generate_series() becomes Spark's LATERAL VIEW explode(), which
     has no join condition and no outer side: sqlglot drops both. Only a plain join (no ON
     but TRUE, not outer) means the same; the others are refused."""
+    for table in tree.find_all(exp.Table):
+        if isinstance(table.this, (exp.Unnest, exp.Explode)):
+            _name_function_column(table)
+    for unnest in tree.find_all(exp.Unnest):
+        if isinstance(unnest.parent, exp.From):
+            _name_unnest_column(unnest)
     for join in tree.find_all(exp.Join):
         target = join.this
         if isinstance(target, exp.Table) and isinstance(target.this, exp.ExplodingGenerateSeries):
@@ -170,6 +176,16 @@ def _name_unnest_column(unnest: exp.Unnest) -> None:
         unnest.set("alias", alias)
     if not alias.columns and len(unnest.expressions) == 1:
         alias.set("columns", [exp.to_identifier(alias.name or "unnest")])
+
+
+def _name_function_column(table: exp.Table) -> None:
+    """`FROM [pg_catalog.]unnest(a) x`: PostgreSQL names the one column after the alias
+    (psql's \\d+ reads `array(select 'toast.' || x from pg_catalog.unnest(...) x)`)."""
+    if table.args.get("db") is not None and table.db.lower() == "pg_catalog":
+        table.set("db", None)
+    alias = table.args.get("alias")
+    if alias is not None and alias.name and not alias.columns and len(table.this.expressions or [table.this.this]) == 1:
+        alias.set("columns", [exp.to_identifier(alias.name)])
 
 
 def _no_with_ties(tree: exp.Expression) -> None:
