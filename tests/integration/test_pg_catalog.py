@@ -239,7 +239,8 @@ def test_backend_pid_and_start_time(server: WeirServer) -> None:
             == [(True, "timestamp with time zone")]
 
 
-NAMED = ['CREATE SCHEMA pgc_cn', 'CREATE TABLE pgc_cn."Mixed Case" (a int)', "CREATE TABLE pgc_cn.plain (a int)"]
+NAMED = ['CREATE SCHEMA pgc_cn', 'CREATE TABLE pgc_cn."Mixed Case" (a int)', "CREATE TABLE pgc_cn.plain (a int, b int)",
+         "CREATE INDEX pgc_i ON pgc_cn.plain (b, a)"]
 
 
 @pytest.fixture(scope="module")
@@ -302,3 +303,19 @@ def test_tablespaces_and_databases_as_in_postgres(named: tuple) -> None:
     sql = ("SELECT t.spcname FROM pg_catalog.pg_database d JOIN pg_catalog.pg_tablespace t "
            "ON d.dattablespace = t.oid WHERE d.datname = current_database()")
     assert w.execute(sql).fetchall() == p.execute(sql).fetchall() == [("pg_default",)]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT indkey[0], indkey[1], indkey[2], indkey[-1], array_lower(indkey, 1), array_upper(indkey, 1) "
+    "FROM pg_catalog.pg_index WHERE indrelid = 'pgc_cn.plain'::regclass",
+    "SELECT count(*) > 0 FROM pg_catalog.pg_proc WHERE proname = 'lower' AND proargtypes[0] = 'text'::regtype "
+    "AND array_lower(proargtypes, 1) = 0 AND array_upper(proargtypes, 1) = 0",
+    "SELECT (ARRAY[1, 2])[0], (ARRAY[1, 2])[1]",
+])
+def test_vectors_count_from_zero_as_in_postgres(named: tuple, sql: str) -> None:
+    """int2vector and oidvector subscripts start at 0 (every other array's at 1); a
+    subscript is named after its array."""
+    w, p = named
+    got, expected = w.execute(sql), p.execute(sql)
+    assert [d.name for d in got.description] == [d.name for d in expected.description]
+    assert got.fetchall() == expected.fetchall()

@@ -143,6 +143,9 @@ def test_has_privilege_functions_answer_from_the_grants(roles: tuple) -> None:
                    "has_schema_privilege('pv_alice', 'pv', 'USAGE'), "
                    "has_table_privilege('pv.t', 'SELECT, INSERT'), "
                    "has_database_privilege('pv_alice', 'materialize', 'USAGE')") == [False, False, False, True, True]
+    # every role may connect (weir checks no CONNECT privilege; PostgreSQL grants it to PUBLIC)
+    assert has(su, "has_database_privilege('pv_alice', 'materialize', 'CONNECT'), "
+                   "has_database_privilege('pv_alice', 'materialize', 'CREATE')") == [True, False]
     su.execute("GRANT USAGE ON SCHEMA pv TO pv_alice")
     su.execute("GRANT SELECT ON TABLE pv.t TO pv_alice")
     su.execute("GRANT INSERT ON TABLE pv.t TO PUBLIC")

@@ -500,7 +500,7 @@ def _unqualified_type(node: exp.DataType) -> exp.DataType | None:
         return exp.DataType.build(name, dialect="postgres", udt=True)
 
 
-def _call(node: exp.Anonymous, is_text: _IsText) -> exp.Expression | None:
+def _call(node: exp.Anonymous, is_text: _IsText, is_vector: _IsText) -> exp.Expression | None:
     name, args = node.name.lower(), list(node.expressions)
     if name in _VISIBLE and len(args) == 1:
         return _visible(name, args[0])
@@ -530,9 +530,10 @@ def _call(node: exp.Anonymous, is_text: _IsText) -> exp.Expression | None:
     if name == "pg_get_function_arguments" and len(args) == 1:
         return _fill(_function_arguments(), args)
     if name in ("array_upper", "array_lower") and len(args) == 2 and args[1].sql() == "1":
-        # weir's arrays are one-dimensional and start at 1
-        return _fill("array_length({0}, 1)" if name == "array_upper"
-                     else "CASE WHEN array_length({0}, 1) IS NOT NULL THEN 1 END", args[:1])
+        # weir's arrays are one-dimensional and start at 1; int2vector and oidvector at 0
+        first = 0 if is_vector(args[0]) else 1
+        return _fill(("array_length({0}, 1)" if first else "array_length({0}, 1) - 1") if name == "array_upper"
+                     else f"CASE WHEN array_length({{0}}, 1) IS NOT NULL THEN {first} END", args[:1])
     if name in ("to_regtype", "to_regclass") and len(args) == 1:
         return _to_reg(name, args[0])
     if name == "json_build_object" and len(args) % 2 == 0:
@@ -554,6 +555,10 @@ def rewrite(expr: exp.Expression,
     def is_text(arg: exp.Expression) -> bool:
         return catalog_names.text_valued(arg, column_type)
 
+    def is_vector(arg: exp.Expression) -> bool:  # int2vector / oidvector: subscripts from 0
+        found = column_type(arg) if isinstance(arg, exp.Column) and column_type is not None else None
+        return found is not None and found.oid in (22, 30)
+
     def visit(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Dot):
             inner = _unqualified_function(node)
@@ -573,7 +578,7 @@ def rewrite(expr: exp.Expression,
                 return _reg_cast(node, kind, is_text)
         if isinstance(node, exp.Anonymous):
             _qualify_arguments(node)
-            new = _call(node, is_text)
+            new = _call(node, is_text, is_vector)
             if new is not None:  # PostgreSQL names the column after the function
                 new.meta.setdefault("weir_output_name", node.meta.get("weir_output_name") or node.name.lower())
                 return new

@@ -47,8 +47,8 @@ def output_name(e: exp.Expression) -> str:
     if isinstance(e, exp.Cast):
         # the argument's name when it is a column's or a call's, else the type's
         return output_name(e.this) if _named(e.this) else _type_label(e.to)
-    if isinstance(e, (exp.Paren, exp.Filter)):
-        return output_name(e.this)
+    if isinstance(e, (exp.Paren, exp.Filter, exp.Bracket)):
+        return output_name(e.this)  # a[i]: the array's name, as PostgreSQL names a subscript
     if isinstance(e, exp.Case):
         return "case"
     if isinstance(e, exp.AtTimeZone):

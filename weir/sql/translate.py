@@ -358,10 +358,18 @@ def subscript(node: exp.Expression, types: Types) -> exp.Expression:
     if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
         raise _refuse("array slices")
     index = node.expressions[0]
+    # int2vector and oidvector (pg_index.indkey, pg_proc.proargtypes) count from 0 in
+    # PostgreSQL, every other array from 1
+    first = 0 if t is not None and t.oid in _ZERO_BASED else 1
     if index.meta.get(ONE_BASED_INDEX):  # as written (sqlglot could not type it as an integer)
-        return _spark("CASE WHEN {i} >= 1 THEN try_element_at({a}, {i}) END", a=node.this, i=index)
-    # sqlglot made the index 0-based already
-    return _spark("CASE WHEN {i} >= 0 THEN try_element_at({a}, {i} + 1) END", a=node.this, i=index)
+        return _spark(f"CASE WHEN {{i}} >= {first} THEN try_element_at({{a}}, {{i}} + {1 - first}) END",
+                      a=node.this, i=index)
+    # sqlglot made the index 0-based already (the written one minus 1)
+    return _spark(f"CASE WHEN {{i}} >= {first - 1} THEN try_element_at({{a}}, {{i}} + {2 - first}) END",
+                  a=node.this, i=index)
+
+
+_ZERO_BASED = frozenset({22, 30})  # int2vector, oidvector
 
 
 _EXTRACT = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "QUARTER", "DOY", "WEEK"}
