@@ -95,7 +95,7 @@ def test_arithmetic_is_found() -> None:
 def test_an_answer_is_kept_while_its_inputs_are_the_same_objects(engine: Engine) -> None:
     """A repeated query over unchanged contents is answered without running it again; a new
     table object (what a write to a collection makes) is run over, never answered from the
-    old contents; describe-style reads (keep=False) are never kept."""
+    old contents; describing reads are never kept."""
     sql = to_duckdb("SELECT count(*) FROM weir_s1 AS `t`")
     changed = pa.concat_tables([ROWS, ROWS])
 
@@ -106,8 +106,8 @@ def test_an_answer_is_kept_while_its_inputs_are_the_same_objects(engine: Engine)
         again = await engine.run(sql, {"weir_s1": ROWS})
         assert again is not first and again.column(0).to_pylist() == [3]
         other = to_duckdb("SELECT max(n) FROM weir_s1 AS `t`")
-        once = await engine.run(other, {"weir_s1": ROWS}, keep=False)
-        assert await engine.run(other, {"weir_s1": ROWS}, keep=False) is not once
+        once = await engine.run(other, {"weir_s1": ROWS}, describing=True)
+        assert await engine.run(other, {"weir_s1": ROWS}, describing=True) is not once
 
     asyncio.run(go())
 

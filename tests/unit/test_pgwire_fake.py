@@ -136,7 +136,8 @@ class FakeSession:
         return isinstance(parsed, st.Empty) or (
             isinstance(parsed, st.Transaction) and parsed.action in ("commit", "rollback"))
 
-    async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> PreparedStatement:
+    async def prepare(self, sql: str, param_oids: list[int], name: str = "", *,
+                      describe_result: bool = True) -> PreparedStatement:
         text = sql.strip().rstrip(";").strip()
         low = text.lower()
         nparams = max((int(n) for n in re.findall(r"\$(\d+)", text)), default=0)

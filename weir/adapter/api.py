@@ -122,10 +122,12 @@ class Session(Protocol):
         """COMMIT / ROLLBACK / END / ABORT / ROLLBACK TO or an empty query: what a failed
         transaction block still accepts (an unparseable text too: prepare reports it)."""
 
-    async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> PreparedStatement:
+    async def prepare(self, sql: str, param_oids: list[int], name: str = "", *,
+                      describe_result: bool = True) -> PreparedStatement:
         """Parse/plan one statement (raises WeirError 42601 for syntax errors, and for a
         string with more than one statement). `name`: the prepared statement's name
-        ('' for the unnamed statement and simple queries)."""
+        ('' for the unnamed statement and simple queries); `describe_result`: work out the
+        result's columns now (a simple query's result describes itself)."""
 
     async def execute(
         self, stmt: PreparedStatement, params: list[Any], *, extended: bool = False

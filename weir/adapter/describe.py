@@ -49,12 +49,16 @@ def _insert_param_types(session: Session, stmt: st.Insert, given: list[int]) -> 
     return out
 
 
-async def prepare(session: Session, stmt: st.Statement, param_oids: list[int]) -> api.PreparedStatement:
+async def prepare(session: Session, stmt: st.Statement, param_oids: list[int], *,
+                  describe_result: bool = True) -> api.PreparedStatement:
+    """`describe_result`: work out a query's result columns now (the extended protocol's
+    Describe); the simple protocol takes them from the result itself."""
     columns: list[api.Column] | None = None
     types: list[PgType] = [T.by_oid(o) if o else T.TEXT for o in param_oids]
     if isinstance(stmt, st.Query):
         types = infer_param_types(stmt.expr, param_oids, _column_type_fn(session, stmt.expr))
-        columns = await planning.describe(session, planning.plan(session, stmt.expr, types, key=stmt.sql))
+        planned = planning.plan(session, stmt.expr, types, key=stmt.sql)
+        columns = await planning.describe(session, planned) if describe_result else planned.columns
     elif isinstance(stmt, (st.CopyTo, st.Subscribe, st.DeclareCursor, st.CloseCursor)):
         columns = None
     elif isinstance(stmt, st.Explain):

@@ -295,12 +295,13 @@ class Session(api.Session):
             return True  # an empty query is not refused either
         return savepoints.allowed_when_failed(parsed)
 
-    async def prepare(self, sql: str, param_oids: list[int], name: str = "") -> api.PreparedStatement:
+    async def prepare(self, sql: str, param_oids: list[int], name: str = "", *,
+                      describe_result: bool = True) -> api.PreparedStatement:
         from weir.adapter import describe
         from weir.adapter.statement_log import PreparedInfo
 
         stmt = self.coord.parse_cached(sql)
-        prepared = await describe.prepare(self, stmt, param_oids)
+        prepared = await describe.prepare(self, stmt, param_oids, describe_result=describe_result)
         prepared.logging = PreparedInfo(sql, name, stmt.kind)
         return prepared
 

@@ -77,26 +77,29 @@ class Engine:
         self._answers = _Answers()
         self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="system-reads")
 
-    async def run(self, sql: str, tables: dict[str, pa.Table], *, keep: bool = True) -> pa.Table:
-        """The query's answer; `keep`: kept for the same query over the same contents."""
-        found = self._answers.get(sql, tables) if keep else None
+    async def run(self, sql: str, tables: dict[str, pa.Table], *, describing: bool = False) -> pa.Table:
+        """The query's answer (kept for the same query over the same contents); `describing`:
+        over empty inputs for its schema, on a cursor of its own, so that the inputs the
+        answering cursor keeps registered are not replaced by empty ones."""
+        found = None if describing else self._answers.get(sql, tables)
         if found is not None:
             return found
-        result = await asyncio.get_running_loop().run_in_executor(self._pool, self._run, sql, tables)
-        if keep:
+        result = await asyncio.get_running_loop().run_in_executor(self._pool, self._run, sql, tables, describing)
+        if not describing:
             self._answers.put(sql, tables, result)
         return result
 
-    def _run(self, sql: str, tables: dict[str, pa.Table]) -> pa.Table:
-        state: _CursorState | None = getattr(self._local, "state", None)
+    def _run(self, sql: str, tables: dict[str, pa.Table], describing: bool = False) -> pa.Table:
+        which = "describing" if describing else "answering"
+        state: _CursorState | None = getattr(self._local, which, None)
         if state is None:
             with self._lock:
                 state = _CursorState(self._db.cursor())
-            self._local.state = state
+            setattr(self._local, which, state)
         try:
             return _normalized(state.execute(sql, tables))
         except BaseException:
-            self._local.state = None  # a fresh cursor next time, whatever state this one is in
+            setattr(self._local, which, None)  # a fresh cursor next time, whatever state this one is in
             state.cursor.close()
             raise
 
@@ -152,15 +155,19 @@ class _CursorState:
     Arrow table costs more than a table of DuckDB's own, so contents read a second time
     unchanged (the catalog's, between two DDL statements) are copied into a temporary
     table. A prepared statement binds what its inputs were when it was prepared, so it is
-    used only while every input's version is the same."""
+    used only while every input's version is the same. A statement is prepared the second
+    time it comes: one that comes once (a table's oid in it) is run as it is, without a
+    prepared statement to keep and later drop."""
 
     MAX_PREPARED = 128
+    MAX_SEEN = 512
 
     def __init__(self, cursor: duckdb.DuckDBPyConnection) -> None:
         self.cursor = cursor
         self.inputs: dict[str, _Input] = {}
         # SQL -> (statement name, its inputs' versions), least recently used first
         self.prepared: dict[str, tuple[str, dict[str, int]]] = {}
+        self.seen: dict[str, None] = {}  # run once, not prepared (least recently first)
         self._next = 0
 
     def _use(self, name: str, table: pa.Table) -> int:
@@ -192,6 +199,12 @@ class _CursorState:
         if found is not None and found[1] != versions:
             cur.execute(f"DEALLOCATE {found[0]}")
             found = None
+        if found is None and sql not in self.seen:
+            if len(self.seen) >= self.MAX_SEEN:
+                del self.seen[next(iter(self.seen))]
+            self.seen[sql] = None
+            return cur.execute(sql).to_arrow_table()
+        self.seen.pop(sql, None)
         if found is None:
             if len(self.prepared) >= self.MAX_PREPARED:
                 oldest = next(iter(self.prepared))
@@ -276,7 +289,7 @@ async def describe(session: Session, spark: SparkPlan) -> pa.Schema | None:
     tables = {desc.spark_name: pa.schema([pa.field(c.name, c.type.arrow) for c in desc.columns]).empty_table()
               for desc in spark.inputs.values()}
     try:
-        return (await session.coord.system_reads.run(sql, tables, keep=False)).schema
+        return (await session.coord.system_reads.run(sql, tables, describing=True)).schema
     except (duckdb.Error, pa.ArrowException, ValueError, TypeError) as e:
         log.info("system read described by a replica instead: %s", e)
         return None

@@ -235,7 +235,7 @@ class QueryHandler:
 
     async def _simple_statement(self, sql: str) -> None:
         session = self.session
-        stmt = await session.prepare(sql, [])
+        stmt = await session.prepare(sql, [], describe_result=False)  # the result describes itself
         result = await session.execute(stmt, [], extended=False)
         self.send_notices()
         out = self.out

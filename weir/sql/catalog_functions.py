@@ -27,6 +27,7 @@ functions (current_schemas(true)), filled in per execution.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import sqlglot
@@ -117,18 +118,25 @@ _PRIVILEGE_OBJECTS = {
 
 
 def _fill(template: str, args: list[exp.Expression]) -> exp.Expression:
-    sql = template.format(*[f"{_ARG}{k}" for k in range(len(args))], F="{F}")
-    tree = sqlglot.parse_one(sql, read="postgres")
-    for call in tree.find_all(exp.Anonymous):  # the template's own errors (not the arguments')
-        if call.name.lower() == "raise_error":
-            call.meta["weir_literal"] = True  # weir's own Spark call: weir.sql.functions lets it pass
+    tree = _template_tree(template.format(*[f"{_ARG}{k}" for k in range(len(args))], F="{F}")).copy()
 
     def put(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and not node.table and node.name.startswith(_ARG):
             return args[int(node.name.removeprefix(_ARG))].copy()
         return node
 
-    return tree.transform(put)
+    return tree.transform(put, copy=False)  # a copy already
+
+
+@functools.lru_cache(maxsize=256)
+def _template_tree(sql: str) -> exp.Expression:
+    """A template parsed once (copied for each use: parsing it was a tenth of planning a
+    catalog query)."""
+    tree = sqlglot.parse_one(sql, read="postgres")
+    for call in tree.find_all(exp.Anonymous):  # the template's own errors (not the arguments')
+        if call.name.lower() == "raise_error":
+            call.meta["weir_literal"] = True  # weir's own Spark call: weir.sql.functions lets it pass
+    return tree
 
 
 def _parse(sql: str) -> exp.Expression:
