@@ -15,6 +15,8 @@ in both, then times, ROUNDS times each, alternating between the two servers:
   table's queries come back only after every other table's, so what weir keeps for a
   repeated query (prepared statements, answers over unchanged contents) is gone by then
   (with 50 tables or more);
+- psql's `\\d` of a table created just before it (the CREATE not timed; 30 rounds): queries
+  neither server has seen, right after a DDL;
 - SQLAlchemy 2's `inspect(conn).get_columns(t)` (a fresh Inspector each time: no cache).
 
 Prints p50 and p99 of each on both servers, their ratio, and the load average at start and
@@ -94,6 +96,32 @@ def _measure(label: str, weir: Callable[[], object], pg: Callable[[], object], r
           f"{w50 / p50:8.1f}x", flush=True)
 
 
+FRESH_ROUNDS = 30
+
+
+def _measure_new_tables(w: psycopg.Connection, p: psycopg.Connection, wd: list[str], pd: list[str],
+                        rounds: int) -> None:
+    """psql's `\\d` of a table created just before (not timed): its oid looked up by name,
+    then the queries for TABLE with the new table's name and oid, each a text neither
+    server has seen, right after a DDL."""
+    times: dict[str, list[float]] = {"weir": [], "pg": []}
+    for r in range(rounds):
+        for way, conn, queries in (("weir", w, wd), ("pg", p, pd)):
+            name = f"bench_new{r}"
+            old_oid = conn.execute(f"SELECT '{TABLE}'::regclass::oid").fetchone()[0]
+            conn.execute(f"CREATE TABLE {name} (a int, b text, c timestamptz)")
+            t0 = time.perf_counter()  # from the name to its oid (what psql's first query does) on
+            new_oid = conn.execute(f"SELECT '{name}'::regclass::oid").fetchone()[0]
+            fresh = [q.replace(f"'{old_oid}'", f"'{new_oid}'").replace(TABLE, name) for q in queries]
+            for q in fresh:
+                conn.execute(q).fetchall()
+            times[way].append(time.perf_counter() - t0)
+    (w50, w99), (p50, p99) = _percentiles(times["weir"]), _percentiles(times["pg"])
+    label = r"psql \d, a table just made"
+    print(f"{label:<28} {w50 * 1e3:8.2f} {w99 * 1e3:8.2f} {p50 * 1e3:8.2f} "
+          f"{p99 * 1e3:8.2f} {w50 / p50:8.1f}x  ({rounds} rounds)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=200)
@@ -148,6 +176,7 @@ def run(weir_dsn: str, pg_dsn: str, weir_port: int, pg_url: str, args: argparse.
 
         _measure(r"psql \d, tables in turn", lambda: in_turn("weir", w, each_w),
                  lambda: in_turn("pg", p, each_p), args.rounds)
+        _measure_new_tables(w, p, wd, pd, min(args.rounds, FRESH_ROUNDS))
         with weir_engine.connect() as wc, pg_engine.connect() as pc:
             _measure("SQLAlchemy get_columns", lambda: sqlalchemy.inspect(wc).get_columns(TABLE),
                      lambda: sqlalchemy.inspect(pc).get_columns(TABLE), args.rounds)
