@@ -15,11 +15,16 @@ functions (current_schemas(true)), filled in per execution.
   pg_shdescription
 - pg_encoding_to_char, quote_ident, pg_relation_is_publishable,
   pg_get_statisticsobjdef_columns, pg_get_function_result
-- has_table_privilege / has_schema_privilege / has_database_privilege, from the objects'
-  ACLs (pg_class.relacl, pg_namespace.nspacl, pg_database.datacl) and pg_roles
+- has_table_privilege / has_schema_privilege / has_database_privilege (and
+  has_any_column_privilege, the table's: weir has no column privileges), from the objects'
+  ACLs (pg_class.relacl, pg_namespace.nspacl, pg_database.datacl) and pg_roles; every role
+  may CONNECT
 - casts to regclass / regtype / regproc / regnamespace: from a string, the object's oid
   looked up by name (on the search path unless qualified); of an oid, the oid itself where
-  it is compared or joined, and the object's name where it is output or cast to text
+  it is compared or joined, and the object's name where it is output or cast to text; a
+  name computed per row (a text expression or column) is looked up per row
+  (weir.sql.catalog_names), as are has_*_privilege's and col/obj_description's
+- array_upper / array_lower: from 1, but from 0 for int2vector and oidvector columns
 - `x OPERATOR(pg_catalog.~) y` as `x ~ y`; `COLLATE pg_catalog.default` / "default"
   (the only collation that means what PostgreSQL's means) dropped
 - `pg_catalog.` before a function or type name dropped
@@ -585,7 +590,8 @@ def rewrite(expr: exp.Expression,
             if kind is not None:
                 return _reg_cast(node, kind, is_text)
         if isinstance(node, exp.Anonymous):
-            _qualify_arguments(node)
+            if node.name.lower() in _NAMES:
+                _qualify_arguments(node)
             new = _call(node, is_text, is_vector)
             if new is not None:  # PostgreSQL names the column after the function
                 new.meta.setdefault("weir_output_name", node.meta.get("weir_output_name") or node.name.lower())
