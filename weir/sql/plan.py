@@ -251,7 +251,8 @@ def plan_query(expr: exp.Expression, param_types: list[PgType], resolver: Resolv
     # The coordinator evaluates the query as written: it reads typed literals the
     # PostgreSQL way ('1-2 3:4 5 day'::interval has months, which Spark's folded
     # literal cannot hold); Spark and the fast path get them folded.
-    expr = featureless.prune(expr)  # catalog functions as SQL over pg_catalog:
+    expr = featureless.prune(expr)
+    # catalog functions as SQL over pg_catalog (a column's type tells a name from an oid)
     expr = catalog_functions.rewrite(expr, column_type_fn(expr, resolver))
     plan = QueryPlan(expr, list(param_types), cluster_id, cast_hints(expr))
     if constant.is_constant(expr):
