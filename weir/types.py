@@ -99,6 +99,8 @@ _CATALOG: list[PgType] = [
     PgType("oidvector", 30, -1, 1013, "ARRAY<INT>", pa.list_(pa.int32()), element=_OID_BASE),
 ]
 _BASE += _CATALOG
+# int2vector and oidvector subscripts count from 0 in PostgreSQL, every other array's from 1
+ZERO_BASED_ARRAYS = frozenset({22, 30})
 
 BY_NAME: dict[str, PgType] = {t.name: t for t in _BASE}
 BY_OID: dict[int, PgType] = {t.oid: t for t in _BASE}

@@ -42,7 +42,7 @@ from weir.errors import SqlState, WeirError, runtime_marker
 from weir.sql import catalog_absent, catalog_arrays, catalog_names
 from weir.sql.catalog_definitions import TEMPLATES as DEFINITIONS
 from weir.sql.catalog_definitions import indexdef_sql, quote_ident_sql
-from weir.types import BY_OID, PgType, parse_type
+from weir.types import BY_OID, ZERO_BASED_ARRAYS, PgType, parse_type
 
 _IsText = Callable[[exp.Expression], bool]  # whether an argument is a name (text), not an oid
 
@@ -570,7 +570,7 @@ def rewrite(expr: exp.Expression,
 
     def is_vector(arg: exp.Expression) -> bool:  # int2vector / oidvector: subscripts from 0
         found = column_type(arg) if isinstance(arg, exp.Column) and column_type is not None else None
-        return found is not None and found.oid in (22, 30)
+        return found is not None and found.oid in ZERO_BASED_ARRAYS
 
     def visit(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Dot):

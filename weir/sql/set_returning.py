@@ -30,9 +30,9 @@ from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
 from weir.sql.infer import Types
+from weir.types import ZERO_BASED_ARRAYS
 
 # the system catalogs' vectors, whose subscripts start at 0
-_ZERO_BASED = frozenset({22, 30})  # int2vector, oidvector
 _ARRAY_SRFS = (exp.Explode, exp.Unnest, exp.ExplodingGenerateSeries)  # one array's elements each
 
 
@@ -93,7 +93,7 @@ def generate_subscripts(node: exp.Expression, types: Types) -> exp.Expression:
         raise WeirError(SqlState.UNDEFINED_FUNCTION, f"function generate_subscripts({names}) does not exist",
                         hint="No function matches the given name and argument types. "
                              "You might need to add explicit type casts.")
-    first = 0 if t is not None and t.oid in _ZERO_BASED else 1
+    first = 0 if t is not None and t.oid in ZERO_BASED_ARRAYS else 1
     forward = f"CAST(weir_i + {first} AS INT)"
     index = forward if len(args) == 2 else \
         f"CASE WHEN __weir_rev THEN CAST(size(__weir_a) - 1 - weir_i + {first} AS INT) ELSE {forward} END"

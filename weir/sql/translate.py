@@ -360,7 +360,7 @@ def subscript(node: exp.Expression, types: Types) -> exp.Expression:
     index = node.expressions[0]
     # int2vector and oidvector (pg_index.indkey, pg_proc.proargtypes) count from 0 in
     # PostgreSQL, every other array from 1
-    first = 0 if t is not None and t.oid in _ZERO_BASED else 1
+    first = 0 if t is not None and t.oid in T.ZERO_BASED_ARRAYS else 1
     if index.meta.get(ONE_BASED_INDEX):  # as written (sqlglot could not type it as an integer)
         return _spark(f"CASE WHEN {{i}} >= {first} THEN try_element_at({{a}}, {{i}} + {1 - first}) END",
                       a=node.this, i=index)
@@ -368,8 +368,6 @@ def subscript(node: exp.Expression, types: Types) -> exp.Expression:
     return _spark(f"CASE WHEN {{i}} >= {first - 1} THEN try_element_at({{a}}, {{i}} + {2 - first}) END",
                   a=node.this, i=index)
 
-
-_ZERO_BASED = frozenset({22, 30})  # int2vector, oidvector
 
 
 _EXTRACT = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "QUARTER", "DOY", "WEEK"}
