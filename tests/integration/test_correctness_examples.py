@@ -1,0 +1,91 @@
+"""Issue 27's examples (SQL correctness, round two) against a real `weir serve` and the real
+PostgreSQL 15: each answered as PostgreSQL answers it, as a SELECT and, where it reads a
+relation, as the contents of a materialized view and through an index on a view."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from tests.integration.both_servers import paired
+from tests.integration.server import WeirServer
+from tests.pg_server import pg_server  # noqa: F401
+
+SETUP = ["CREATE TABLE r2_t (a int, b int)",
+         "INSERT INTO r2_t VALUES (1, 2), (3, 4)"]
+
+# Compared with PostgreSQL's answer, in the text form both servers send.
+SAME = [
+    "SELECT array_agg(x ORDER BY x DESC)::text FROM (VALUES (1), (NULL), (3)) v(x)",
+    "SELECT (INTERVAL '1-2 3:4 5 day')::text",
+    "SELECT a.x, b.y, c.z FROM (VALUES (1)) a(x), (VALUES (2)) b(y) RIGHT JOIN (VALUES (3)) c(z) ON b.y = c.z",
+    "SELECT INTERVAL '1 month' * 2",
+    "SELECT INTERVAL '10.333' YEAR",
+    "SELECT 1.23::float4::numeric",
+    "SELECT ARRAY[1] < ARRAY[NULL]::int[]",
+    "SELECT array_agg((a, b) ORDER BY b)::text FROM (VALUES (NULL::int, DATE '2020-01-02'), "
+    "(1, DATE '2020-01-03')) v(a, b)",
+    "SELECT row_number() OVER () FROM (VALUES (1)) v(x)",
+    "SELECT pg_sleep(0.01)",
+]
+
+# Relations a materialized view / an indexed view is made of: each compared with
+# PostgreSQL's SELECT of the same query.
+VIEWS = [
+    "SELECT a + b FROM r2_t",
+    "SELECT a + b, a * b FROM r2_t",
+]
+
+
+@pytest.fixture(scope="module")
+def both(server: WeirServer, pg_server):  # noqa: ANN201, F811
+    yield from paired(server, pg_server, "round_two", SETUP)
+
+
+def _text(rows: list[tuple[Any, ...]]) -> list[str]:
+    return sorted(str(tuple(v.normalize() if isinstance(v, Decimal) and v.is_finite()
+                            else v.astimezone(dt.UTC) if isinstance(v, dt.datetime) and v.tzinfo
+                            else v for v in r)) for r in rows)
+
+
+@pytest.mark.parametrize("sql", SAME)
+def test_same_answer_as_postgres(both, sql: str) -> None:  # noqa: ANN001
+    w, p = both
+    with w.cursor(binary=False) as cw, p.cursor(binary=False) as cp:
+        cw.execute(sql)
+        cp.execute(sql)
+        assert [d.name for d in cw.description] == [d.name for d in cp.description]
+        assert _text(cw.fetchall()) == _text(cp.fetchall())
+
+
+@pytest.mark.parametrize("n", range(len(VIEWS)))
+def test_materialized_view_holds_postgres_answer(both, n: int) -> None:  # noqa: ANN001
+    w, p = both
+    sql = VIEWS[n]
+    w.execute(f"CREATE MATERIALIZED VIEW r2_mv{n} AS {sql}")
+    try:
+        want = _text(p.execute(sql).fetchall())
+        assert _text(w.execute(f"SELECT * FROM r2_mv{n}").fetchall()) == want
+        w.execute("INSERT INTO r2_t VALUES (5, 6)")
+        p.execute("INSERT INTO r2_t VALUES (5, 6)")
+        want = _text(p.execute(sql).fetchall())
+        assert _text(w.execute(f"SELECT * FROM r2_mv{n}").fetchall()) == want
+    finally:
+        w.execute(f"DROP MATERIALIZED VIEW IF EXISTS r2_mv{n}")
+        for conn in both:
+            conn.execute("DELETE FROM r2_t WHERE a = 5")
+
+
+@pytest.mark.parametrize("n", range(len(VIEWS)))
+def test_indexed_view_holds_postgres_answer(both, n: int) -> None:  # noqa: ANN001
+    w, p = both
+    sql = VIEWS[n]
+    w.execute(f"CREATE VIEW r2_v{n} AS {sql}")
+    w.execute(f"CREATE DEFAULT INDEX ON r2_v{n}")
+    try:
+        assert _text(w.execute(f"SELECT * FROM r2_v{n}").fetchall()) == _text(p.execute(sql).fetchall())
+    finally:
+        w.execute(f"DROP VIEW IF EXISTS r2_v{n} CASCADE")
