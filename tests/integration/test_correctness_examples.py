@@ -15,7 +15,9 @@ from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
 SETUP = ["CREATE TABLE r2_t (a int, b int)",
-         "INSERT INTO r2_t VALUES (1, 2), (3, 4)"]
+         "INSERT INTO r2_t VALUES (1, 2), (3, 4)",
+         'CREATE TABLE r2_odd ("a b" int, "Ä?" text)',
+         "INSERT INTO r2_odd VALUES (1, 'x'), (NULL, 'y')"]
 
 # Compared with PostgreSQL's answer, in the text form both servers send.
 SAME = [
@@ -30,6 +32,9 @@ SAME = [
     "(1, DATE '2020-01-03')) v(a, b)",
     "SELECT row_number() OVER () FROM (VALUES (1)) v(x)",
     "SELECT pg_sleep(0.01)",
+    # column names Parquet cannot hold as they are (pyiceberg writes them sanitized)
+    'SELECT * FROM r2_odd',
+    'SELECT "a b" + 1, "Ä?" FROM r2_odd',
 ]
 
 # Relations a materialized view / an indexed view is made of: each compared with
@@ -37,6 +42,7 @@ SAME = [
 VIEWS = [
     "SELECT a + b FROM r2_t",
     "SELECT a + b, a * b FROM r2_t",
+    'SELECT "a b" * 2 AS "x y", "Ä?" FROM r2_odd',
 ]
 
 

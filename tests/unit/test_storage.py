@@ -527,3 +527,17 @@ def test_compaction_leaves_a_wide_file_alone_while_new_small_ones_merge(store: S
     expected -= Counter({(k, f"row{k}-0"): 1 for k in range(4)})
     expected += Counter({(t, "new"): 1 for t in range(4, 8)})
     assert contents(shard, 7) == expected
+
+
+def test_columns_with_names_parquet_sanitizes(store: ShardStore) -> None:
+    """'?column?' (an unnamed view column) and 'a b' are written to Parquet sanitized by
+    pyiceberg; reads by name (compaction's, the replica's) must find them, not NULLs."""
+    cols = [("?column?", T.INT8, True), ("a b", T.TEXT, True)]
+    shard = store.create_shard("u9", cols)
+    for t in range(3):
+        shard.compare_and_append(pa.table({"?column?": pa.array([t], pa.int64()), "a b": pa.array([f"x{t}"]),
+                                           "mz_timestamp": pa.array([t], pa.int64()),
+                                           "mz_diff": pa.array([1], pa.int64())}), t, t + 1, 0)
+    shard.downgrade_since(2)
+    assert shard.compact(grace_seconds=3600).committed
+    assert contents(shard, 2) == Counter({(0, "x0"): 1, (1, "x1"): 1, (2, "x2"): 1})

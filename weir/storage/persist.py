@@ -57,6 +57,7 @@ from weir.storage.schema import (
     columns_to_json,
     from_storage,
     iceberg_schema,
+    physical_name,
     storage_schema,
     time_bounds,
     to_storage,
@@ -594,6 +595,6 @@ class Shard:
         tables = []
         for df in files:
             _, path = maintenance.filesystem(df.file_path)
-            t = pq.read_table(path, filesystem=fs, columns=self.arrow_schema.names)
-            tables.append(t.cast(self.arrow_schema))
+            t = pq.read_table(path, filesystem=fs, columns=[physical_name(n) for n in self.arrow_schema.names])
+            tables.append(t.rename_columns(self.arrow_schema.names).cast(self.arrow_schema))
         return pa.concat_tables(tables)

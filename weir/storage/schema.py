@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyiceberg.schema import Schema
+from pyiceberg.schema import Schema, make_compatible_name
 from pyiceberg.types import (
     BinaryType,
     BooleanType,
@@ -94,6 +94,13 @@ def iceberg_type(arrow_type: pa.DataType, ids: Iterator[int]) -> IcebergType:
     if pa.types.is_timestamp(t):
         return TimestamptzType() if t.tz else TimestampType()
     raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"cannot store arrow type {t} in a shard")
+
+
+def physical_name(name: str) -> str:
+    """The name a column has in the shard's Parquet files: pyiceberg writes names that are
+    not Avro-compatible sanitized ('?column?' as '_x3Fcolumn_x3F', 'a b' as 'a_x20b').
+    Readers that go by name and not by Iceberg field id must read this one."""
+    return make_compatible_name(name)
 
 
 def check_columns(columns: list[Column]) -> None:

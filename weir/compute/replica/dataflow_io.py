@@ -26,7 +26,7 @@ from weir.compute.replica.engine import query_expr, stored_ddl
 from weir.compute.replica.linear import DIFF, TIME
 from weir.storage.maintenance import local_path
 from weir.storage.persist import Frontiers, Shard
-from weir.storage.schema import DIFF_COL, TIME_COL, Column, from_storage, to_storage
+from weir.storage.schema import DIFF_COL, TIME_COL, Column, from_storage, physical_name, to_storage
 
 N = "__weir_n"
 
@@ -133,10 +133,11 @@ def _empty_dir() -> str:
 def _raw(session: Any, files: Sequence[str], columns: Sequence[Column]) -> Any:
     from pyspark.sql.types import StructType
 
-    ddl = ", ".join([f"{_quote(n)} {stored_ddl(t)}" for n, t, _ in columns]
+    ddl = ", ".join([f"{_quote(physical_name(n))} {stored_ddl(t)}" for n, t, _ in columns]
                     + [f"{TIME_COL} BIGINT", f"{DIFF_COL} BIGINT"])
     schema = StructType.fromDDL(ddl)
-    return session.read.schema(schema).parquet(*(files or [_empty_dir()]))
+    df = session.read.schema(schema).parquet(*(files or [_empty_dir()]))
+    return df.toDF(*[n for n, _, _ in columns], TIME_COL, DIFF_COL)
 
 
 def _typed(columns: Sequence[Column]) -> list[str]:

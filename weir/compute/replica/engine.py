@@ -23,6 +23,7 @@ from weir.codec import spark_udfs
 from weir.compute.replica import class_archive
 from weir.compute.sizes import ReplicaSize
 from weir.errors import SqlState, WeirError
+from weir.storage.schema import physical_name
 from weir.types import PgType, parse_type
 
 log = logging.getLogger(__name__)
@@ -210,13 +211,14 @@ class SparkEngine:
             df.selectExpr(*[f"CAST({_quote(n)} AS {t.spark_ddl}) AS {_quote(n)}" for n, t, _ in columns]) \
                 .createOrReplaceTempView(name)
             return
-        ddl = ", ".join([f"{_quote(n)} {stored_ddl(t)}" for n, t, _ in columns]
+        ddl = ", ".join([f"{_quote(physical_name(n))} {stored_ddl(t)}" for n, t, _ in columns]
                         + ["mz_timestamp BIGINT", "mz_diff BIGINT"])
         schema = StructType.fromDDL(ddl)
         if files:
             df = session.read.schema(schema).parquet(*files)
         else:
             df = session.createDataFrame([], schema)
+        df = df.toDF(*[n for n, _, _ in columns], "mz_timestamp", "mz_diff")
         if as_of is not None:
             df = df.where(F.col("mz_timestamp") <= F.lit(int(as_of)))
         data = [F.col(_quote(n)) for n, _, _ in columns]
