@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.both_servers import paired
+from tests.integration.both_servers import errors, paired
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
@@ -41,7 +41,8 @@ SAME = [
 # PostgreSQL's SELECT of the same query.
 VIEWS = [
     "SELECT a + b FROM r2_t",
-    "SELECT a + b, a * b FROM r2_t",
+    "SELECT a + b, a * b AS p, b - a AS q FROM (SELECT a, b FROM r2_t) s(a, b)",
+    "SELECT x FROM (VALUES (1), (2)) v(x) JOIN r2_t ON x = a",
     'SELECT "a b" * 2 AS "x y", "Ä?" FROM r2_odd',
 ]
 
@@ -95,3 +96,13 @@ def test_indexed_view_holds_postgres_answer(both, n: int) -> None:  # noqa: ANN0
         assert _text(w.execute(f"SELECT * FROM r2_v{n}").fetchall()) == _text(p.execute(sql).fetchall())
     finally:
         w.execute(f"DROP VIEW IF EXISTS r2_v{n} CASCADE")
+
+
+@pytest.mark.parametrize("kind", ["VIEW", "MATERIALIZED VIEW"])
+def test_view_columns_are_named_once_as_in_postgres(both, kind: str) -> None:  # noqa: ANN001
+    """A SELECT may name two columns '?column?'; a view may not (42701), in weir as in PostgreSQL."""
+    w, p = both
+    sql = f"CREATE {kind} r2_dup AS SELECT a + b, a * b FROM r2_t"
+    want = ("42701", 'column "?column?" specified more than once')
+    got = errors((w, p) if kind == "VIEW" else (w,), sql)
+    assert got == [want] * len(got)

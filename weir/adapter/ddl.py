@@ -262,6 +262,7 @@ async def _create_view(session: Session, stmt: st.CreateView) -> api.Command:
         # SELECT * FROM (query) AS v(names): also for VALUES, which has no output names to select
         qualified = exp.select("*").from_(exp.Subquery(this=qualified, alias=exp.TableAlias(
             this=exp.to_identifier("v"), columns=[exp.to_identifier(n, quoted=True) for n in names])))
+    planning.require_unique_names(columns)
     replace = bool(create.args.get("replace"))
     existing = coord.catalog.find_item(schema_id, name)
     if existing is not None and replace and existing.kind == "view":

@@ -101,6 +101,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         if len(stmt.column_names) != len(columns):
             raise WeirError(SqlState.SYNTAX_ERROR, "materialized view specifies the wrong number of column names")
         columns = [api.Column(n, c.type) for n, c in zip(stmt.column_names, columns, strict=True)]
+    planning.require_unique_names(columns)
     inputs = plan.inputs
     refuse_unions(plan)
     thresholds = temporal.thresholds_query(qualified)  # 0A000 for mz_now() outside temporal filters

@@ -12,7 +12,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir.adapter import api, system_reads
-from weir.errors import WeirError
+from weir.errors import SqlState, WeirError
 from weir.http import metrics
 from weir.sql import constant, infer, render
 from weir.sql.plan import QueryPlan, plan_query
@@ -115,6 +115,16 @@ async def describe(session: Session, planned: QueryPlan) -> list[api.Column]:
         columns = columns_from_schema(schema, sp.names, sp.inputs, planned.cast_hints)
     planned.columns = columns
     return columns
+
+
+def require_unique_names(columns: Sequence[api.Column]) -> None:
+    """A view's (or materialized view's) columns are named once each, as in PostgreSQL
+    (`SELECT a + b, a * b` names both '?column?': a SELECT may, a view may not)."""
+    seen: set[str] = set()
+    for c in columns:
+        if c.name in seen:
+            raise WeirError(SqlState.DUPLICATE_COLUMN, f'column "{c.name}" specified more than once')
+        seen.add(c.name)
 
 
 def _inferred_columns(expr: exp.Expression) -> list[api.Column] | None:

@@ -150,7 +150,11 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
             inner = resolve(sqlglot.parse_one(desc.view_sql, read="postgres"), resolver, _depth=_depth + 1)
             out.inputs.update(inner.inputs)
             out.unions |= inner.unions | ({desc.name} if desc.volatile else set())
-            sub = exp.Subquery(this=inner.expr, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+            # the view's columns are named as the catalog has them ('?column?' for a + b):
+            # what the query would be named by Spark's rules is not the view's name
+            names = [exp.to_identifier(c.name, quoted=True) for c in desc.columns]
+            sub = exp.Subquery(this=inner.expr, alias=exp.TableAlias(this=exp.to_identifier(alias),
+                                                                   columns=names or None))
             if table is expr:
                 out.expr = sub
             else:
