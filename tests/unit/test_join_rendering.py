@@ -65,3 +65,13 @@ def test_alias_column_names_survive_binding() -> None:
     out = spark("SELECT * FROM t AS x (c, d) NATURAL JOIN u AS y (d, e)").replace('"', "`")
     assert "`x`(c, d)" in out.replace(" (", "(") and "`y`(d, e)" in out.replace(" (", "("), out
     assert "AS x(c, d)" in spark("SELECT * FROM v AS x (c, d)").replace(" (", "(")
+
+
+def test_comma_before_a_join_of_values_lists_parses_in_spark() -> None:
+    """`FROM a(x), b(y) RIGHT JOIN c(z)` over VALUES lists: the grouped item is Spark SQL
+    (sqlglot put the joins of a VALUES list before its alias: a syntax error)."""
+    out = spark("SELECT a.x, b.y, c.z FROM (VALUES (1)) a(x), (VALUES (2)) b(y) "
+                "RIGHT JOIN (VALUES (3)) c(z) ON b.y = c.z")
+    tree = sqlglot.parse_one(out, read="spark")
+    (join,) = tree.args["joins"]
+    assert isinstance(join.this, exp.Subquery) and "AS b(y) RIGHT JOIN" in join.this.sql(dialect="spark"), out

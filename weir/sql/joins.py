@@ -69,8 +69,18 @@ def _group(select: exp.Select) -> None:
         if k == i + 1 or isinstance(j.this, exp.Lateral):
             out.extend(joins[i:k])
         else:
-            head = j.this.copy()
+            head = _joinable(j.this.copy())
             head.set("joins", [x.copy() for x in joins[i + 1:k]])
             out.append(exp.Join(this=exp.Subquery(this=head)))
         i = k
     select.set("joins", out)
+
+
+def _joinable(item: exp.Expression) -> exp.Expression:
+    """A FROM item that can carry joins: sqlglot renders a VALUES list's joins before its
+    alias (`(VALUES (2) RIGHT JOIN ... AS b(y))`, a syntax error), a subquery's after it."""
+    alias = item.args.get("alias")
+    if not isinstance(item, exp.Values) or alias is None:
+        return item
+    item.set("alias", None)
+    return exp.Subquery(this=item, alias=alias)
