@@ -211,10 +211,13 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
         try:
             ts = coord.oracle.read_ts()
             result = plan.constant_result
+            bound = plan.expr if result is not None else bind_params(plan.expr, params, plan.param_types)
             if result is None:
-                bound = bind_params(plan.expr, params, plan.param_types)
                 result = constant.evaluate(bound, session.context(ts))
             names, types, rows = result
+            delay = constant.sleep_seconds(bound)
+            if delay > 0:  # pg_sleep: awaited, so a CancelRequest or statement_timeout ends it
+                await asyncio.sleep(delay)
             session.execution_timestamp = ts
             cols = [api.Column(n, t) for n, t in zip(names, types, strict=True)]
             _ran(session, "constant")

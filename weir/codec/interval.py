@@ -13,7 +13,6 @@ import functools
 import re
 import struct
 from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 
 from weir.errors import SqlState, WeirError
 
@@ -87,144 +86,517 @@ def _syntax(s: str) -> WeirError:
     return WeirError(SqlState.INVALID_DATETIME_FORMAT, f'invalid input syntax for type interval: "{s}"')
 
 
-_UNITS: dict[str, tuple[str, int]] = {}
-for _names, _kind, _factor in (
-    ("microsecond microseconds usec usecs us", "us", 1),
-    ("millisecond milliseconds msec msecs ms", "us", 1000),
-    ("second seconds sec secs s", "us", 1_000_000),
-    ("minute minutes min mins m", "us", 60_000_000),
-    ("hour hours hr hrs h", "us", 3_600_000_000),
-    ("day days d", "day", 1),
-    ("week weeks w", "day", 7),
-    ("month months mon mons", "mon", 1),
-    ("year years yr yrs y", "year", 1),
-    ("decade decades", "year", 10),
-    ("century centuries", "year", 100),
-    ("millennium millennia millenniums", "year", 1000),
+def _field_overflow(s: str) -> WeirError:
+    return WeirError(SqlState.INTERVAL_FIELD_OVERFLOW, f'interval field value out of range: "{s}"')
+
+
+def out_of_range() -> WeirError:
+    return WeirError(SqlState.DATETIME_FIELD_OVERFLOW, "interval out of range")
+
+
+# ---------------------------------------------------------------- input
+# A port of PostgreSQL 15's interval_in: ParseDateTime's fields, DecodeInterval read right
+# to left (units before their values, the typmod's last field for a bare number),
+# DecodeISO8601Interval, then AdjustIntervalForTypmod. Fractions cascade as PostgreSQL's
+# AdjustFract* do, in doubles (Python's float is the same IEEE double).
+
+FIELDS = ("year", "month", "day", "hour", "minute", "second")
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+_US_SEC, _US_MIN, _US_HOUR = 1_000_000, 60_000_000, 3_600_000_000
+
+# deltatktbl: unit names (matched on their first 10 characters, TOKMAXLEN)
+_DELTA = {}
+for _names, _unit in (
+    ("c cent centuries century", "century"), ("d day days", "day"),
+    ("dec decade decades decs", "decade"), ("h hour hours hr hrs", "hour"),
+    ("m min mins minute minutes", "minute"), ("microsecon us usec usecs useconds", "microsecond"),
+    ("mil millennia millennium mils", "millennium"), ("millisecon ms msec msecs mseconds", "millisecond"),
+    ("mon mons month months", "month"), ("qtr quarter", "quarter"),
+    ("s sec secs second seconds", "second"), ("timezone timezone_h timezone_m", "timezone"),
+    ("w week weeks", "week"), ("y year years yr yrs", "year"),
 ):
     for _n in _names.split():
-        _UNITS[_n] = (_kind, _factor)
-
-_NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
-_NUM_UNIT_RE = re.compile(rf"({_NUM})([a-z]*)\Z", re.ASCII)
-_TIME_RE = re.compile(r"([+-]?)(\d+):(\d+)(?::(\d+))?(?:\.(\d*))?\Z", re.ASCII)
-_YM_RE = re.compile(r"([+-]?)(\d+)-(\d+)\Z", re.ASCII)
-_ISO_RE = re.compile(rf"p(?:({_NUM})y)?(?:({_NUM})m)?(?:({_NUM})w)?(?:({_NUM})d)?"
-                     rf"(?:t(?:({_NUM})h)?(?:({_NUM})m)?(?:({_NUM})s)?)?\Z", re.ASCII)
-
-
-class _Acc:
-    """Field accumulator with PostgreSQL's cascading of fractions (AdjustFract*)."""
-
-    def __init__(self) -> None:
-        self.months = 0
-        self.days = 0
-        self.micros = Decimal(0)
-
-    def add(self, kind: str, value: Decimal) -> None:
-        if kind == "year":
-            self.months += int((value * 12).to_integral_value(ROUND_HALF_EVEN))
-        elif kind == "mon":
-            whole = int(value)
-            self.months += whole
-            self._days(( value - whole) * 30)
-        elif kind == "day":
-            self._days(value)
-        else:
-            self.micros += value
-
-    def _days(self, value: Decimal) -> None:
-        whole = int(value)
-        self.days += whole
-        self.micros += (value - whole) * USEC_PER_DAY
+        _DELTA[_n] = _unit
+_DELTA["ago"] = "ago"
+_DELTA["@"] = "ignore"
+# datetktbl's words: a word followed by a digit that is none of these starts a date field
+_DATE_WORDS = frozenset(
+    "-infinity ad allballs am apr april at aug august bc d dec december dow doy dst epoch feb february fri "
+    "friday h infinity isodow isoyear j jan january jd jul julian july jun june m mar march may mm mon "
+    "monday nov november now oct october on pm s sat saturday sep sept september sun sunday t thu thur "
+    "thurs thursday today tomorrow tue tues tuesday wed wednesday weds y yesterday".split())
+_TIME_MASK = frozenset(("hour", "minute", "second", "millisecond", "microsecond"))
+_SECS_MASK = frozenset(("second", "millisecond", "microsecond"))
 
 
-def parse(s: str) -> PgInterval:
-    """PostgreSQL interval input ('1 day 02:00:00', '.001 second', '1-2 3:4 5 day', 'P1D')."""
-    low = s.strip().lower()
-    acc = _Acc()
-    try:
-        if low.startswith("p"):
-            m = _ISO_RE.match(low)
-            if m is None or (not any(m.groups()) and low != "pt"):
-                raise _syntax(s)
-            kinds = (("year", 1), ("mon", 1), ("day", 7), ("day", 1), ("us", 3_600_000_000),
-                     ("us", 60_000_000), ("us", 1_000_000))
-            for part, (kind, factor) in zip(m.groups(), kinds, strict=True):
-                if part:
-                    acc.add(kind, Decimal(part) * factor)
-        else:
-            _parse_words(low, s, acc)
-    except InvalidOperation:
-        raise _syntax(s) from None
-    micros = int(acc.micros.to_integral_value(ROUND_HALF_EVEN))
-    if not (-(2**31) <= acc.months < 2**31 and -(2**31) <= acc.days < 2**31 and -(2**63) <= micros < 2**63):
-        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, f'interval field value out of range: "{s}"')
-    return PgInterval(acc.months, acc.days, micros)
+class _Bad(Exception):
+    """DTERR_BAD_FORMAT"""
 
 
-def _parse_words(low: str, s: str, acc: _Acc) -> None:
-    tokens = low[1:].split() if low.startswith("@") else low.split()
-    negate = bool(tokens) and tokens[-1] == "ago"
-    if negate:
-        tokens.pop()
-    if not tokens:
-        raise _syntax(s)
-    seen: set[str] = set()
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        i += 1
-        tm = _TIME_RE.match(tok)
-        if tm is not None:
-            if "time" in seen:
-                raise _syntax(s)
-            seen.add("time")
-            acc.add("us", _time_micros(tm))
-            continue
-        ym = _YM_RE.match(tok)
-        if ym is not None:
-            if "ym" in seen:
-                raise _syntax(s)
-            seen.add("ym")
-            months = int(ym.group(2)) * 12 + int(ym.group(3))
-            acc.months += -months if ym.group(1) == "-" else months
-            continue
-        nm = _NUM_UNIT_RE.match(tok)
-        if nm is None:
-            raise _syntax(s)
-        number, unit = Decimal(nm.group(1)), nm.group(2)
-        if not unit and i < len(tokens) and tokens[i] in _UNITS:
-            unit = tokens[i]
+class _Overflow(Exception):
+    """DTERR_FIELD_OVERFLOW"""
+
+
+def _fields(s: str) -> list[tuple[str, str]]:
+    """ParseDateTime: (text, kind) fields, kind number, date, time, tz, string or special."""
+    out_: list[tuple[str, str]] = []
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c.isspace():
             i += 1
-        if not unit:
-            if i < len(tokens) and _TIME_RE.match(tokens[i]) and "day" not in seen:
-                unit = "day"
-            elif i == len(tokens) and "us1000000" not in seen:
-                unit = "second"
+            continue
+        if c.isascii() and c.isdigit():
+            j = i + 1
+            while j < n and s[j].isdigit() and s[j].isascii():
+                j += 1
+            if j < n and s[j] == ":":
+                kind = "time"
+                j += 1
+                while j < n and (s[j] in ":." or (s[j].isascii() and s[j].isdigit())):
+                    j += 1
+            elif j < n and s[j] in "-/.":
+                delim = s[j]
+                j += 1
+                if j < n and s[j].isascii() and s[j].isdigit():
+                    kind = "number" if delim == "." else "date"
+                    while j < n and s[j].isascii() and s[j].isdigit():
+                        j += 1
+                    if j < n and s[j] == delim:
+                        kind = "date"
+                        j += 1
+                        while j < n and ((s[j].isascii() and s[j].isdigit()) or s[j] == delim):
+                            j += 1
+                else:
+                    kind = "date"
+                    while j < n and ((s[j].isascii() and s[j].isalnum()) or s[j] == delim):
+                        j += 1
             else:
-                raise _syntax(s)
-        if unit not in _UNITS:
-            raise _syntax(s)
-        kind, factor = _UNITS[unit]
-        key = f"{kind}{factor}"
-        if key in seen:
-            raise _syntax(s)
-        seen.add(key)
-        seen.add(unit)
-        acc.add(kind, number * factor)
-    if negate:
-        acc.months, acc.days, acc.micros = -acc.months, -acc.days, -acc.micros
+                kind = "number"
+            out_.append((s[i:j].lower(), kind))
+            i = j
+        elif c == ".":
+            j = i + 1
+            while j < n and s[j].isascii() and s[j].isdigit():
+                j += 1
+            out_.append((s[i:j], "number"))
+            i = j
+        elif c.isascii() and c.isalpha():
+            j = i + 1
+            while j < n and s[j].isascii() and s[j].isalpha():
+                j += 1
+            word = s[i:j].lower()
+            if j < n and (s[j] in "-/." or ((s[j] == "+" or (s[j].isascii() and s[j].isdigit()))
+                                             and word not in _DATE_WORDS)):
+                j += 1
+                while j < n and (s[j] in "+-/_.:" or (s[j].isascii() and s[j].isalnum())):
+                    j += 1
+                out_.append((s[i:j].lower(), "date"))
+            else:
+                out_.append((word, "string"))
+            i = j
+        elif c in "+-":
+            j = i + 1
+            while j < n and s[j].isspace():
+                j += 1
+            if j < n and s[j].isascii() and s[j].isdigit():
+                k = j + 1
+                while k < n and (s[k] in ":.-" or (s[k].isascii() and s[k].isdigit())):
+                    k += 1
+                out_.append((c + s[j:k], "tz"))
+            elif j < n and s[j].isascii() and s[j].isalpha():
+                k = j + 1
+                while k < n and s[k].isascii() and s[k].isalpha():
+                    k += 1
+                out_.append((c + s[j:k].lower(), "special"))
+            else:
+                raise _Bad
+            i = k
+        elif c.isascii() and not c.isalnum() and c.isprintable():  # ispunct: a delimiter
+            i += 1
+        else:
+            raise _Bad
+    return out_
 
 
-def _time_micros(m: re.Match[str]) -> Decimal:
-    sign, a, b, c, frac = m.groups()
-    if c is None and frac is not None:  # MM:SS.fff
-        total = (int(a) * 60 + int(b)) * 1_000_000
+def _strtol(s: str, i: int, bounds: tuple[int, int]) -> tuple[int, int]:
+    """strtol from s[i]: (value, end); end == i when there are no digits."""
+    j = i
+    if j < len(s) and s[j] in "+-":
+        j += 1
+    k = j
+    while k < len(s) and s[k].isascii() and s[k].isdigit():
+        k += 1
+    if k == j:
+        return 0, i
+    v = int(s[i:k])
+    if not bounds[0] <= v <= bounds[1]:
+        raise _Overflow
+    return v, k
+
+
+def _fraction(s: str) -> float:
+    """ParseFraction: '.', '.5' (strtod of the rest, which must all be read)."""
+    if s == ".":
+        return 0.0
+    if not re.fullmatch(r"\.\d*(?:[eE][+-]?\d+)?", s, re.ASCII):
+        raise _Bad
+    return float(s)
+
+
+class _Itm:
+    def __init__(self) -> None:
+        self.usec = 0
+        self.mday = 0
+        self.mon = 0
+        self.year = 0
+
+    def _chk(self, v: int, bounds: tuple[int, int]) -> int:
+        if not bounds[0] <= v <= bounds[1]:
+            raise _Overflow
+        return v
+
+    def fract_micros(self, frac: float, scale: int) -> None:
+        if frac == 0:
+            return
+        frac *= scale
+        usec = int(frac)
+        frac -= usec
+        usec += int(round(frac))
+        self.usec = self._chk(self.usec + usec, _INT64)
+
+    def fract_days(self, frac: float, scale: int) -> None:
+        if frac == 0:
+            return
+        frac *= scale
+        extra = int(frac)
+        self.mday = self._chk(self.mday + extra, _INT32)
+        frac -= extra
+        self.fract_micros(frac, USEC_PER_DAY)
+
+    def fract_years(self, frac: float, scale: int) -> None:
+        self.mon = self._chk(self.mon + int(round(frac * scale * 12)), _INT32)
+
+    def micros(self, val: int, fval: float, scale: int) -> None:
+        self.usec = self._chk(self.usec + self._chk(val * scale, _INT64), _INT64)
+        self.fract_micros(fval, scale)
+
+    def days(self, val: int, scale: int) -> None:
+        self.mday = self._chk(self.mday + self._chk(self._chk(val, _INT32) * scale, _INT32), _INT32)
+
+    def months(self, val: int) -> None:
+        self.mon = self._chk(self.mon + self._chk(val, _INT32), _INT32)
+
+    def years(self, val: int, scale: int) -> None:
+        self.year = self._chk(self.year + self._chk(self._chk(val, _INT32) * scale, _INT32), _INT32)
+
+
+def _time(text: str, rng: frozenset[str] | None, itm: _Itm) -> None:
+    """DecodeTimeForInterval: hh:mm[:ss[.fff]] (mm:ss for MINUTE TO SECOND and mm:ss.fff)."""
+    hour, i = _strtol(text, 0, _INT64)
+    if i >= len(text) or text[i] != ":":
+        raise _Bad
+    minute, i = _strtol(text, i + 1, _INT32)
+    fsec = 0
+    if i == len(text):
+        sec = 0
+        if rng == frozenset(("minute", "second")):
+            hour, minute, sec = 0, hour, minute
+    elif text[i] == ".":
+        fsec = int(round(_fraction(text[i:]) * 1_000_000))
+        hour, minute, sec = 0, hour, minute
+        if not _INT32[0] <= minute <= _INT32[1]:
+            raise _Overflow
+    elif text[i] == ":":
+        sec, i = _strtol(text, i + 1, _INT32)
+        if i < len(text):
+            if text[i] != ".":
+                raise _Bad
+            fsec = int(round(_fraction(text[i:]) * 1_000_000))
     else:
-        total = (int(a) * 3600 + int(b) * 60 + int(c or 0)) * 1_000_000
-    exact = Decimal(total) + (Decimal("0." + frac) * 1_000_000 if frac else 0)
-    return -exact if sign == "-" else exact
+        raise _Bad
+    if hour < 0 or not 0 <= minute <= 59 or not 0 <= sec <= 60 or not 0 <= fsec <= 1_000_000:
+        raise _Overflow
+    usec = fsec + hour * _US_HOUR + minute * _US_MIN + sec * _US_SEC
+    itm.usec = itm._chk(usec, _INT64)
+
+
+def _default_unit(rng: frozenset[str] | None) -> str:
+    """The unit of a bare rightmost number: the typmod's last field (a second without one)."""
+    if rng is None:
+        return "second"
+    for f in reversed(FIELDS):
+        if f in rng:
+            return f
+    return "second"
+
+
+def _decode(text: str, rng: frozenset[str] | None) -> _Itm:
+    fields = _fields(text)
+    itm = _Itm()
+    fmask: set[str] = set()
+    unit: str | None = None
+    before = False
+    for i in range(len(fields) - 1, -1, -1):
+        f, kind = fields[i]
+        tmask: frozenset[str] = frozenset()
+        if kind == "time" or (kind == "tz" and ":" in f[1:] and _try_time(f, rng, itm)):
+            if kind == "time":
+                _time(f, rng, itm)
+            tmask = _TIME_MASK
+            unit = "day"
+        elif kind in ("tz", "date", "number"):
+            if unit is None:
+                unit = _default_unit(rng)
+            val, j = _strtol(f, 0, _INT64)
+            if j < len(f) and f[j] == "-":  # SQL years-months
+                val2, k = _strtol(f, j + 1, _INT32)
+                if val2 < 0 or val2 >= 12:
+                    raise _Overflow
+                if k != len(f):
+                    raise _Bad
+                unit = "month"
+                val = itm._chk(val * 12 + (-val2 if f[0] == "-" else val2), _INT64)
+                fval = 0.0
+            elif j < len(f) and f[j] == ".":
+                fval = _fraction(f[j:])
+                if f[0] == "-":
+                    fval = -fval
+            elif j == len(f):
+                fval = 0.0
+            else:
+                raise _Bad
+            tmask = _apply(unit, val, fval, itm)
+            if unit == "hour":
+                unit = "day"
+        else:  # string, special
+            word = _DELTA.get(f[:10])
+            if word == "ignore":
+                continue
+            if word is None or word in ("timezone",):
+                raise _Bad
+            if word == "ago":
+                before = True  # anywhere in PostgreSQL 15 (16 takes it only last)
+                unit = "none"  # a number just before it has no unit
+            else:
+                unit = word
+        if tmask & fmask:
+            raise _Bad
+        fmask |= tmask
+    if not fmask:
+        raise _Bad
+    if before:
+        itm.usec, itm.mday, itm.mon, itm.year = -itm.usec, -itm.mday, -itm.mon, -itm.year
+    return itm
+
+
+def _try_time(f: str, rng: frozenset[str] | None, itm: _Itm) -> bool:
+    """A signed hh:mm[:ss]: the time, negated by '-' (else the field is read as a number)."""
+    saved = itm.usec
+    try:
+        _time(f[1:], rng, itm)
+    except (_Bad, _Overflow):
+        itm.usec = saved
+        return False
+    if f[0] == "-":
+        itm.usec = -itm.usec
+    return True
+
+
+def _apply(unit: str, val: int, fval: float, itm: _Itm) -> frozenset[str]:
+    if unit == "microsecond":
+        itm.micros(val, fval, 1)
+    elif unit == "millisecond":
+        itm.micros(val, fval, 1000)
+    elif unit == "second":
+        itm.micros(val, fval, _US_SEC)
+        return frozenset(("second",)) if fval == 0 else _SECS_MASK
+    elif unit == "minute":
+        itm.micros(val, fval, _US_MIN)
+    elif unit == "hour":
+        itm.micros(val, fval, _US_HOUR)
+    elif unit == "day":
+        itm.days(val, 1)
+        itm.fract_micros(fval, USEC_PER_DAY)
+    elif unit == "week":
+        itm.days(val, 7)
+        itm.fract_days(fval, 7)
+    elif unit == "month":
+        itm.months(val)
+        itm.fract_days(fval, 30)
+    elif unit in ("year", "decade", "century", "millennium"):
+        scale = {"year": 1, "decade": 10, "century": 100, "millennium": 1000}[unit]
+        itm.years(val, scale)
+        itm.fract_years(fval, scale)
+    else:  # quarter
+        raise _Bad
+    return frozenset((unit,))
+
+
+_ISO_NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
+
+
+def _iso_number(s: str, i: int) -> tuple[int, float, int]:
+    """ParseISO8601Number: strtod, its integer part toward zero and the fraction."""
+    if i >= len(s) or not (s[i].isdigit() or s[i] in "-."):
+        raise _Bad
+    m = _ISO_NUM.match(s, i)
+    if m is None:
+        raise _Bad
+    v = float(m.group())
+    if v != v or not -1.0e15 <= v <= 1.0e15:
+        raise _Overflow
+    ipart = int(v)
+    return ipart, v - ipart, m.end()
+
+
+def _iso(s: str) -> _Itm:
+    """DecodeISO8601Interval: P1Y2M3DT4H5M6S, P0001-02-03T04:05:06 (case-sensitive)."""
+    itm = _Itm()
+    if len(s) < 2 or s[0] != "P":
+        raise _Bad
+    i, datepart, havefield = 1, True, False
+    while i < len(s):
+        if s[i] == "T":
+            datepart, havefield = False, False
+            i += 1
+            continue
+        start = i
+        val, fval, i = _iso_number(s, i)
+        unit = s[i] if i < len(s) else "\0"
+        i += 1
+        width = len(re.match(r"\d*", s[start + (s[start] == "-"):]).group())  # type: ignore[union-attr]
+        if datepart:
+            if unit == "Y":
+                itm.years(val, 1)
+                itm.fract_years(fval, 1)
+            elif unit == "M":
+                itm.months(val)
+                itm.fract_days(fval, 30)
+            elif unit == "W":
+                itm.days(val, 7)
+                itm.fract_days(fval, 7)
+            elif unit == "D":
+                itm.days(val, 1)
+                itm.fract_micros(fval, USEC_PER_DAY)
+            elif unit in ("T", "\0", "-"):
+                if unit != "-" and width == 8 and not havefield:
+                    itm.years(int(val / 10000), 1)
+                    itm.months(int(val / 100) - int(val / 10000) * 100)
+                    itm.days(val - int(val / 100) * 100, 1)
+                    itm.fract_micros(fval, USEC_PER_DAY)
+                    if unit == "\0":
+                        return itm
+                    datepart, havefield = False, False
+                    continue
+                if havefield:
+                    raise _Bad
+                itm.years(val, 1)
+                itm.fract_years(fval, 1)
+                if unit == "\0":
+                    return itm
+                if unit == "T":
+                    datepart, havefield = False, False
+                    continue
+                val, fval, i = _iso_number(s, i)
+                itm.months(val)
+                itm.fract_days(fval, 30)
+                if i >= len(s):
+                    return itm
+                if s[i] == "T":
+                    datepart, havefield = False, False
+                    i += 1
+                    continue
+                if s[i] != "-":
+                    raise _Bad
+                val, fval, i = _iso_number(s, i + 1)
+                itm.days(val, 1)
+                itm.fract_micros(fval, USEC_PER_DAY)
+                if i >= len(s):
+                    return itm
+                if s[i] == "T":
+                    datepart, havefield = False, False
+                    i += 1
+                    continue
+                raise _Bad
+            else:
+                raise _Bad
+        else:
+            if unit == "H":
+                itm.micros(val, fval, _US_HOUR)
+            elif unit == "M":
+                itm.micros(val, fval, _US_MIN)
+            elif unit == "S":
+                itm.micros(val, fval, _US_SEC)
+            elif unit in ("\0", ":"):
+                if unit == "\0" and width == 6 and not havefield:
+                    itm.micros(int(val / 10000), 0.0, _US_HOUR)
+                    itm.micros(int(val / 100) - int(val / 10000) * 100, 0.0, _US_MIN)
+                    itm.micros(val - int(val / 100) * 100, 0.0, _US_SEC)
+                    itm.fract_micros(fval, 1)
+                    return itm
+                if havefield:
+                    raise _Bad
+                itm.micros(val, fval, _US_HOUR)
+                if unit == "\0":
+                    return itm
+                val, fval, i = _iso_number(s, i)
+                itm.micros(val, fval, _US_MIN)
+                if i >= len(s):
+                    return itm
+                if s[i] != ":":
+                    raise _Bad
+                val, fval, i = _iso_number(s, i + 1)
+                itm.micros(val, fval, _US_SEC)
+                if i >= len(s):
+                    return itm
+                raise _Bad
+            else:
+                raise _Bad
+        havefield = True
+    return itm
+
+
+def parse(s: str, fields: frozenset[str] | None = None, precision: int | None = None) -> PgInterval:
+    """PostgreSQL interval input ('1 day 02:00:00', '.001 second', '1-2 3:4 5 day', 'P1D',
+    '1.5 weeks'), restricted by a typmod's fields (`INTERVAL '10.333' YEAR`, `'1 2' DAY TO
+    HOUR`) and seconds' precision (`SECOND(3)`) as PostgreSQL's `interval(typmod)` does."""
+    try:
+        try:
+            itm = _decode(s, fields)
+        except _Bad:
+            itm = _iso(s)
+    except _Bad:
+        raise _syntax(s) from None
+    except _Overflow:
+        raise _field_overflow(s) from None
+    months = itm.year * 12 + itm.mon
+    if not _INT32[0] <= months <= _INT32[1]:
+        raise out_of_range()
+    return typmod(PgInterval(months, itm.mday, itm.usec), fields, precision)
+
+
+def typmod(v: PgInterval, fields: frozenset[str] | None, precision: int | None = None) -> PgInterval:
+    """AdjustIntervalForTypmod: fields right of the last one are zeroed (YEAR keeps whole
+    years), the time rounded to `precision` fractional digits."""
+    months, days, micros = v.months, v.days, v.micros
+    if fields is not None and fields != frozenset(FIELDS):
+        last = _default_unit(fields)
+        if last == "year":
+            months, days, micros = int(months / 12) * 12, 0, 0
+        elif last == "month":
+            days, micros = 0, 0
+        elif last == "day":
+            micros = 0
+        elif last in ("hour", "minute"):
+            unit = _US_HOUR if last == "hour" else _US_MIN
+            micros = int(micros / unit) * unit
+    if precision is not None and precision < 6:
+        scale = 10 ** (6 - precision)
+        half = scale // 2
+        micros = (micros + half) // scale * scale if micros >= 0 else -((-micros + half) // scale * scale)
+    return PgInterval(months, days, micros)
 
 
 def out(v: PgInterval) -> str:
@@ -267,3 +639,129 @@ def justify_days(v: PgInterval) -> PgInterval:
     elif months < 0 and days > 0:
         months, days = months + 1, days - 30
     return PgInterval(months, days, v.micros)
+
+
+def _trunc(a: int, b: int) -> int:
+    """C's integer division (toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _checked(months: int, days: int, micros: int) -> PgInterval:
+    if not (_INT32[0] <= months <= _INT32[1] and _INT32[0] <= days <= _INT32[1] and _INT64[0] <= micros <= _INT64[1]):
+        raise out_of_range()
+    return PgInterval(months, days, micros)
+
+
+def add(a: PgInterval, b: PgInterval) -> PgInterval:
+    return _checked(a.months + b.months, a.days + b.days, a.micros + b.micros)
+
+
+def neg(a: PgInterval) -> PgInterval:
+    return _checked(-a.months, -a.days, -a.micros)
+
+
+def _tsround(x: float) -> float:
+    return round(x * 1_000_000.0) / 1_000_000.0
+
+
+def _int_of(x: float) -> int:
+    if x != x or not _INT32[0] <= x <= _INT32[1]:
+        raise out_of_range()
+    return int(x)
+
+
+def _cascade(v: PgInterval, months_f: float, days_f: float, time_f: float) -> PgInterval:
+    """interval_mul / interval_div after their products: fractions of months cascade into
+    days (30-day months), of days into time (24-hour days), never upward."""
+    months = _int_of(months_f)
+    days = _int_of(days_f)
+    month_remainder_days = _tsround((months_f - months) * 30)
+    sec_remainder = _tsround((days_f - days + month_remainder_days - int(month_remainder_days)) * 86400)
+    if abs(sec_remainder) >= 86400:
+        days += int(sec_remainder / 86400)
+        sec_remainder -= int(sec_remainder / 86400) * 86400
+    days += int(month_remainder_days)
+    t = round(time_f + sec_remainder * 1_000_000)
+    if not -(2.0**63) <= t < 2.0**63:
+        raise out_of_range()
+    return _checked(months, days, int(t))
+
+
+def mul(v: PgInterval, factor: float) -> PgInterval:
+    """interval * float8 (PostgreSQL's interval_mul)."""
+    return _cascade(v, v.months * factor, v.days * factor, v.micros * factor)
+
+
+def div(v: PgInterval, factor: float) -> PgInterval:
+    """interval / float8 (PostgreSQL's interval_div)."""
+    if factor == 0.0:
+        raise WeirError(SqlState.DIVISION_BY_ZERO, "division by zero")
+    return _cascade(v, v.months / factor, v.days / factor, v.micros / factor)
+
+
+def justify_interval(v: PgInterval) -> PgInterval:
+    months, days, micros = v.months, v.days, v.micros
+    if (days > 0 and micros > 0) or (days < 0 and micros < 0):
+        whole = _trunc(days, 30)
+        days -= whole * 30
+        months += whole
+    whole = _trunc(micros, USEC_PER_DAY)
+    micros -= whole * USEC_PER_DAY
+    days += whole
+    whole = _trunc(days, 30)
+    days -= whole * 30
+    months += whole
+    if months > 0 and (days < 0 or (days == 0 and micros < 0)):
+        days, months = days + 30, months - 1
+    elif months < 0 and (days > 0 or (days == 0 and micros > 0)):
+        days, months = days - 30, months + 1
+    if days > 0 and micros < 0:
+        micros, days = micros + USEC_PER_DAY, days - 1
+    elif days < 0 and micros > 0:
+        micros, days = micros - USEC_PER_DAY, days + 1
+    return _checked(months, days, micros)
+
+
+_EXTRACT_UNITS = {**{k: v for k, v in _DELTA.items() if v not in ("ago", "ignore")}, "epoch": "epoch"}
+
+
+def extract(unit: str, v: PgInterval) -> tuple[int, int]:
+    """EXTRACT(unit FROM interval) as PostgreSQL's interval_part_common: (value, scale),
+    the numeric value * 10^-scale (date_part is its double)."""
+    low = unit.lower()
+    name = _EXTRACT_UNITS.get(low[:10]) if low != "epoch" else "epoch"
+    if name is None:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'unit "{low}" not recognized for type interval')
+    year, mon = _trunc(v.months, 12), v.months - _trunc(v.months, 12) * 12
+    t = v.micros
+    hour = _trunc(t, _US_HOUR)
+    t -= hour * _US_HOUR
+    minute = _trunc(t, _US_MIN)
+    t -= minute * _US_MIN  # seconds and their fraction, in microseconds
+    if name == "epoch":
+        secs = (1461 * _trunc(v.months, 12) + 120 * (v.months - _trunc(v.months, 12) * 12) + 4 * v.days) * 21600
+        return secs * 1_000_000 + v.micros, 6
+    results = {"microsecond": (t, 0), "millisecond": (t, 3), "second": (t, 6), "minute": (minute, 0),
+               "hour": (hour, 0), "day": (v.days, 0), "month": (mon, 0), "quarter": (_trunc(mon, 3) + 1, 0),
+               "year": (year, 0), "decade": (_trunc(year, 10), 0), "century": (_trunc(year, 100), 0),
+               "millennium": (_trunc(year, 1000), 0)}
+    if name not in results:
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f'unit "{low}" not supported for type interval')
+    return results[name]
+
+
+def date_part(unit: str, v: PgInterval) -> float:
+    """date_part(text, interval): extract's value as PostgreSQL computes it in doubles."""
+    value, scale = extract(unit, v)
+    if unit.lower() == "epoch":
+        r = v.micros / 1000000.0
+        r += (365.25 * 86400) * _trunc(v.months, 12)
+        r += (30.0 * 86400) * (v.months - _trunc(v.months, 12) * 12)
+        r += 86400.0 * v.days
+        return r
+    if scale == 6:  # second: tm_sec + fsec / 1000000.0
+        return float(_trunc(value, 1_000_000)) + (value - _trunc(value, 1_000_000) * 1_000_000) / 1000000.0
+    if scale == 3:  # millisecond: tm_sec * 1000.0 + fsec / 1000.0
+        return _trunc(value, 1_000_000) * 1000.0 + (value - _trunc(value, 1_000_000) * 1_000_000) / 1000.0
+    return float(value)

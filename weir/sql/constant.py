@@ -8,6 +8,7 @@ import datetime as dt
 import decimal
 from typing import Any
 
+import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
@@ -104,7 +105,7 @@ def _eval(e: exp.Expression) -> Value:
     if isinstance(e, exp.Neg):
         v, t = _eval(e.this)
         if t.oid == T.INTERVAL.oid:
-            return (None if v is None else -v), t
+            return (None if v is None else cinterval.neg(v)), t
         return (None if v is None else _check(-v, t)), t
     if isinstance(e, exp.Cast) and isinstance(e.this, exp.Array):
         t = pg_type_of_datatype(e.to)
@@ -132,30 +133,68 @@ def _eval(e: exp.Expression) -> Value:
     if isinstance(e, exp.DPipe):
         a, ta = _eval(e.this)
         b, tb = _eval(e.expression)
-        if T.JSONB.oid in (ta.oid, tb.oid):  # jsonb's || and = (weir.sql.jsonb), not text's
-            raise NotConstant
+        if T.JSONB.oid in (ta.oid, tb.oid) or ta.is_array or tb.is_array:
+            raise NotConstant  # jsonb's || (weir.sql.jsonb), arrays' (elements appended), not text's
         if not (_textual(ta) or _textual(tb)):  # text || anything; never two non-text values
             raise WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {ta.name} || {tb.name}")
         return (None if a is None or b is None else _text(a) + _text(b)), T.TEXT
     if isinstance(e, (exp.Log, exp.Ln, exp.Exp, exp.Sqrt)):
         return _math(e)
+    if isinstance(e, exp.Anonymous) and e.name.lower() in _SLEEPS and len(e.expressions) == 1:
+        secs = _sleep_arg(e)
+        if e.name.lower() == "mz_sleep":
+            return None, T.TIMESTAMPTZ
+        return (None if secs is None else ""), VOID
     if isinstance(e, exp.Anonymous) and e.name.lower() == "pg_typeof" and len(e.expressions) == 1:
         return _eval(e.expressions[0])[1].name, T.TEXT
+    if isinstance(e, (exp.JustifyDays, exp.JustifyHours, exp.JustifyInterval)):
+        return _justify(e)
+    if isinstance(e, exp.Extract):
+        return _extract(e)
     if isinstance(e, (exp.Upper, exp.Lower)):
         a, _ = _eval(e.this)
         return (None if a is None else (a.upper() if isinstance(e, exp.Upper) else a.lower())), T.TEXT
     raise NotConstant
 
 
+# pg_sleep(float8) returns void (its text ''); Materialize's mz_sleep(float8) a NULL
+# timestamptz. void is no stored or Spark type, only a constant query's value.
+_SLEEPS = ("pg_sleep", "mz_sleep")
+VOID = PgType("void", 2278, 4, 0, "STRING", pa.string())
+
+
+def _sleep_arg(e: exp.Anonymous) -> float | None:
+    v, t = _eval(e.expressions[0])
+    if t.oid not in _RANK and t.oid not in (T.TEXT.oid, T.UNKNOWN.oid):
+        raise WeirError(SqlState.UNDEFINED_FUNCTION, f"function {e.name.lower()}({t.name}) does not exist")
+    return None if v is None else float(v)
+
+
+def sleep_seconds(expr: exp.Expression) -> float:
+    """How long a constant query's pg_sleep / mz_sleep calls sleep, in all: the caller
+    awaits it (the evaluation itself never sleeps, and may be done once at planning)."""
+    total = 0.0
+    for node in expr.find_all(exp.Anonymous):
+        if node.name.lower() in _SLEEPS and len(node.expressions) == 1:
+            secs = _sleep_arg(node)
+            if secs is not None and secs > 0:
+                total += secs
+    return total
+
+
 def _textual(t: PgType) -> bool:
     return t.oid in (T.TEXT.oid, T.VARCHAR.oid, 1042, 19, T.UNKNOWN.oid) or t.is_array
 
 
-def _text(v: Any) -> str:
+def _text(v: Any, t: PgType | None = None) -> str:
     from weir.codec import encode_text
 
     if isinstance(v, str):
         return v
+    if t is not None and t.is_array:  # PostgreSQL's array literal, {a,"b c",NULL}
+        return encode_text(v, t).decode()
+    if isinstance(v, cinterval.PgInterval):
+        return cinterval.out(v)
     if isinstance(v, bool):
         return "true" if v else "false"
     return encode_text(v, T.NUMERIC if isinstance(v, decimal.Decimal) else _int_type(v)).decode()
@@ -191,11 +230,50 @@ def _math(e: exp.Expression) -> Value:
 
 
 def _interval_arith(e: exp.Binary, a: Any, ta: PgType, b: Any, tb: PgType) -> Value:
-    if not (ta.oid == tb.oid == T.INTERVAL.oid) or not isinstance(e, (exp.Add, exp.Sub)):
+    """interval ± interval, interval * number, number * interval, interval / number, with
+    PostgreSQL's fields (interval_mul and interval_div cascade fractions downward)."""
+    both = ta.oid == tb.oid == T.INTERVAL.oid
+    if both and isinstance(e, (exp.Add, exp.Sub)):
+        if a is None or b is None:
+            return None, T.INTERVAL
+        return (cinterval.add(a, b) if isinstance(e, exp.Add) else cinterval.add(a, cinterval.neg(b))), T.INTERVAL
+    number = tb if ta.oid == T.INTERVAL.oid else ta
+    if both or number.oid not in _RANK or not (
+            isinstance(e, exp.Mul) or (isinstance(e, exp.Div) and ta.oid == T.INTERVAL.oid)):
         raise NotConstant
     if a is None or b is None:
         return None, T.INTERVAL
-    return (a + b if isinstance(e, exp.Add) else a - b), T.INTERVAL
+    span, factor = (a, b) if ta.oid == T.INTERVAL.oid else (b, a)
+    factor = float(factor)  # PostgreSQL's interval * float8 (a numeric is cast to one)
+    if isinstance(e, exp.Mul):
+        return cinterval.mul(span, factor), T.INTERVAL
+    return cinterval.div(span, factor), T.INTERVAL
+
+
+def _justify(e: exp.Expression) -> Value:
+    v, t = _eval(e.this)
+    if t.oid != T.INTERVAL.oid:
+        raise NotConstant
+    if v is None:
+        return None, T.INTERVAL
+    fn = {exp.JustifyDays: cinterval.justify_days, exp.JustifyHours: cinterval.justify_hours,
+          exp.JustifyInterval: cinterval.justify_interval}[type(e)]
+    return fn(v), T.INTERVAL
+
+
+def _extract(e: exp.Extract) -> Value:
+    """extract(field FROM interval) is numeric, date_part(text, interval) double precision."""
+    v, t = _eval(e.expression)
+    if t.oid != T.INTERVAL.oid or not isinstance(e.this, (exp.Var, exp.Literal, exp.Column)):
+        raise NotConstant
+    numeric = e.meta.get("weir_output_name") != "date_part"
+    rt = T.NUMERIC if numeric else T.FLOAT8
+    if v is None:
+        return None, rt
+    value, scale = cinterval.extract(e.this.name, v)
+    if numeric:
+        return decimal.Decimal(value).scaleb(-scale), rt
+    return cinterval.date_part(e.this.name, v), rt
 
 
 def _arith(e: exp.Binary) -> Value:
@@ -247,6 +325,8 @@ def _compare(e: exp.Binary) -> Value:
         raise NotConstant
     if a is None or b is None:
         return None, T.BOOL
+    if isinstance(a, list) or isinstance(b, list):  # arrays compare as PostgreSQL's (on a replica)
+        raise NotConstant
     if type(a) is not type(b) and not (isinstance(a, (int, float, decimal.Decimal))
                                        and isinstance(b, (int, float, decimal.Decimal))):
         raise NotConstant
@@ -267,12 +347,16 @@ def _cast(e: exp.Cast) -> Value:
     if v is None:
         return None, target
     if target.oid in (T.TEXT.oid, T.VARCHAR.oid, T.BPCHAR.oid):
-        text = _text(v)
+        text = _text(v, t)
         if target.length is not None:  # an explicit cast truncates (an INSERT's assignment would fail)
             text = text[:target.length]
         return (text.rstrip(" ") if target.oid == T.BPCHAR.oid else text), target
-    if isinstance(v, (dt.date, dt.datetime, dt.timedelta)):
+    if target.oid == T.INTERVAL.oid and (isinstance(v, cinterval.PgInterval) or _textual(t)):
+        return (v if isinstance(v, cinterval.PgInterval) else cinterval.parse(v)), T.INTERVAL
+    if isinstance(v, (dt.date, dt.datetime, dt.timedelta, cinterval.PgInterval)):
         raise NotConstant
+    if t.oid in (T.FLOAT4.oid, T.FLOAT8.oid) and target.oid == T.NUMERIC.oid:
+        v = nm.from_float(decimal.Decimal(v), nm.FLOAT4_DIGITS if t.oid == T.FLOAT4.oid else nm.FLOAT8_DIGITS)
     if t.oid in (T.FLOAT4.oid, T.FLOAT8.oid) and target.oid in _INT_RANGE:
         # rint() of the exact binary value (repr's shortest digits of 2^63 - 1024 are 9223372036854774000)
         v = decimal.Decimal(round(v)) if v == v and v not in (float("inf"), float("-inf")) else decimal.Decimal(repr(v))

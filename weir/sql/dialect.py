@@ -88,6 +88,44 @@ class Weir(Postgres):
                 this = exp.DataType(this=exp.DataType.Type.ARRAY, expressions=[this], nested=True)
             return this
 
+        def parse(self, raw_tokens: list, sql: str | None = None) -> list[exp.Expression | None]:  # type: ignore[override]
+            return [e.transform(_literal_typmod, copy=False) if e is not None else e
+                    for e in super().parse(raw_tokens, sql)]
+
+        def _interval_fields(self) -> tuple[frozenset[str] | None, int | None]:
+            """`YEAR`, `DAY TO HOUR`, `SECOND(3)`, `MINUTE TO SECOND(2)` after an interval
+            literal: the typmod's fields and seconds' precision."""
+            if self._curr is None or self._curr.text.upper() not in _UNITS:
+                return None, None
+            first = self._curr.text.upper()
+            self._advance()
+            last, precision = first, None
+            if first == "SECOND":
+                precision = self._seconds_precision()
+            if self._curr is not None and self._curr.text.upper() == "TO":
+                self._advance()
+                if self._curr is None or self._curr.text.upper() not in _UNITS:
+                    self.raise_error("Expected an interval field after TO")
+                last = self._curr.text.upper()
+                self._advance()
+                if last == "SECOND":
+                    precision = self._seconds_precision()
+            order = ["YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"]
+            lo, hi = order.index(first), order.index(last)
+            if (first, last) not in _RANGES and first != last:
+                raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error at or near \"{last}\"")
+            return frozenset(f.lower() for f in order[lo:hi + 1]), precision
+
+        def _seconds_precision(self) -> int | None:
+            if not self._match(TokenType.L_PAREN):
+                return None
+            if self._curr is None or not self._curr.text.isdigit():
+                self.raise_error("Expected the precision of seconds")
+            precision = int(self._curr.text)
+            self._advance()
+            self._match_r_paren()
+            return precision
+
         def _parse_interval(self, require_interval: bool = True,  # type: ignore[override]
                             parse_function_unit: bool = True) -> exp.Expression | None:
             index = self._index
@@ -100,19 +138,55 @@ class Weir(Postgres):
                 return super()._parse_interval(require_interval, parse_function_unit)
             text = self._curr.text
             self._advance()
-            unit = None
-            if self._curr is not None and self._curr.text.upper() in _UNITS:
-                unit = self._curr.text.upper()
-                self._advance()
-                if self._curr is not None and self._curr.text.upper() == "TO":
-                    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
-                                    "interval literals with a field range (… TO …) are not supported")
-            if unit is not None:
-                if not _is_number(text):
-                    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
-                                    f"interval literal '{text}' {unit} is not supported")
-                text = f"{text} {unit.lower()}"
+            fields, precision = self._interval_fields()
+            if fields is not None or precision is not None:
+                text = _typmod_text(text, fields, precision)
             return exp.Cast(this=exp.Literal.string(text), to=exp.DataType.build("INTERVAL"))
+
+
+_RANGES = {("YEAR", "MONTH"), ("DAY", "HOUR"), ("DAY", "MINUTE"), ("DAY", "SECOND"), ("HOUR", "MINUTE"),
+           ("HOUR", "SECOND"), ("MINUTE", "SECOND")}
+_FIELD_NAMES = {"YEAR": "year", "MONTH": "month", "DAY": "day", "HOUR": "hour", "MINUTE": "minute", "SECOND": "second"}
+
+
+def _typmod_text(text: str, fields: frozenset[str] | None, precision: int | None) -> str:
+    """The literal's value under its typmod, as text that reads back to the same value
+    (PostgreSQL's interval_in takes the typmod: a bare number is its last field,
+    `INTERVAL '1 2' DAY TO HOUR` is 1 day 2 hours, and lower fields are cut off)."""
+    from weir.codec import interval as cinterval
+
+    if precision is not None and precision > 6:
+        precision = 6  # PostgreSQL warns and keeps 6
+    return cinterval.out(cinterval.parse(text, fields, precision))
+
+
+def _literal_typmod(node: exp.Expression) -> exp.Expression:
+    """`'1.5'::interval year`, `CAST('1 2' AS INTERVAL DAY TO HOUR)`, `'1.25'::interval(1)`:
+    a string literal cast to an interval with a typmod is read with it (as
+    `INTERVAL '...' YEAR` is); any other value keeps the typmod weir cannot apply, which
+    no later step knows as a type."""
+    if not (isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string):
+        return node
+    to = node.to
+    fields, precision = None, None
+    if isinstance(to.this, exp.Interval):
+        unit = to.this.args.get("unit")
+        names = [unit.this.name, unit.expression.name] if isinstance(unit, exp.IntervalSpan) else [unit.name]
+        order = list(_FIELD_NAMES)
+        if any(n.upper() not in _FIELD_NAMES for n in names):
+            return node
+        lo, hi = order.index(names[0].upper()), order.index(names[-1].upper())
+        fields = frozenset(_FIELD_NAMES[f] for f in order[lo:hi + 1])
+    elif to.this == exp.DataType.Type.INTERVAL and to.expressions:
+        param = to.expressions[0]
+        value = param.this if isinstance(param, exp.DataTypeParam) else param
+        if not (isinstance(value, exp.Literal) and value.this.isdigit()):
+            return node
+        precision = int(value.this)
+    else:
+        return node
+    return exp.Cast(this=exp.Literal.string(_typmod_text(node.this.this, fields, precision)),
+                    to=exp.DataType.build("INTERVAL"))
 
 
 def _oid_array(node: exp.Expression | None) -> bool:
@@ -126,11 +200,3 @@ def _written_name(name: str, node: exp.Expression) -> str:
     if name == "trim" and isinstance(node, exp.Trim):
         return {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(str(node.args.get("position") or "").upper(), "btrim")
     return name
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text.strip())
-    except ValueError:
-        return False
-    return True
