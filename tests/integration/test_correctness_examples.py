@@ -17,7 +17,9 @@ from tests.pg_server import pg_server  # noqa: F401
 SETUP = ["CREATE TABLE r2_t (a int, b int)",
          "INSERT INTO r2_t VALUES (1, 2), (3, 4)",
          'CREATE TABLE r2_odd ("a b" int, "Ä?" text)',
-         "INSERT INTO r2_odd VALUES (1, 'x'), (NULL, 'y')"]
+         "INSERT INTO r2_odd VALUES (1, 'x'), (NULL, 'y')",
+         "CREATE TABLE r2_f (f real, d double precision)",
+         "INSERT INTO r2_f VALUES (1.23, 0.1), (1234565, 1e20), (1.2345678, 123456.789012345), (-0.5, NULL)"]
 
 # Compared with PostgreSQL's answer, in the text form both servers send.
 SAME = [
@@ -32,6 +34,9 @@ SAME = [
     "(1, DATE '2020-01-03')) v(a, b)",
     "SELECT row_number() OVER () FROM (VALUES (1)) v(x)",
     "SELECT pg_sleep(0.01)",
+    # floats to numeric keep PostgreSQL's 6 / 15 significant digits, constant or on Spark
+    "SELECT f::numeric, d::numeric, f::numeric(10, 2), d::numeric(30, 3) FROM r2_f",
+    "SELECT 1234565::float4::numeric, 1.2345678::float4::numeric, 0.1::float8::numeric",
     # column names Parquet cannot hold as they are (pyiceberg writes them sanitized)
     'SELECT * FROM r2_odd',
     'SELECT "a b" + 1, "Ä?" FROM r2_odd',

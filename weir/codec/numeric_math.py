@@ -93,8 +93,23 @@ def exp(d: Decimal) -> Decimal:
     return _round(_CTX.exp(d), rscale)
 
 
+FLOAT4_DIGITS, FLOAT8_DIGITS = 6, 15  # FLT_DIG, DBL_DIG
+
+
+def from_float(d: Decimal, digits: int) -> Decimal:
+    """float4/float8 -> numeric as PostgreSQL converts: the value printed with `%.{digits}g`
+    (FLT_DIG 6, DBL_DIG 15 significant digits: 1.23::float4 is 1.23, not 1.23000001907349),
+    rounded half to even on the exact binary value as glibc's printf (and Python's format)."""
+    if not d.is_finite():
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        f"cannot convert {'NaN' if d.is_nan() else 'infinity'} to numeric",
+                        hint="weir's numeric holds finite values only.")
+    return Decimal(format(float(d), f".{digits}g"))
+
+
 # operation name (of the replica's UDF weir_numeric) -> function
 OPERATIONS = {
     "div": div, "ln": ln, "sqrt": sqrt, "exp": exp,
+    "float4": lambda d: from_float(d, FLOAT4_DIGITS), "float8": lambda d: from_float(d, FLOAT8_DIGITS),
     "log": lambda *a: log(*a) if len(a) == 2 else log(Decimal(10), a[0]),
 }

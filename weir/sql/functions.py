@@ -19,6 +19,7 @@ from weir.errors import SqlState, WeirError
 from weir.sql import (
     calendar,
     comparisons,
+    interval_text,
     jsonb,
     numeric_ops,
     regex,
@@ -277,14 +278,16 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Mul: tr.interval_output, exp.Div: tr.division, exp.Mod: tr.mod,
     exp.Bracket: tr.subscript, exp.Extract: tr.extract, exp.Substring: tr.substring,
     exp.Concat: tr.concat,
-    exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
+    exp.ArraySize: tr.array_length, exp.Cast: lambda n, t: interval_text.cast(n, t) or tr.cast(n, t), exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
     exp.WindowSpec: tr.window_spec, exp.Lead: tr.lead_lag, exp.Lag: tr.lead_lag,
     **{op: comparisons.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
+    exp.Ordered: comparisons.ordered, exp.Min: comparisons.min_max, exp.Max: comparisons.min_max,
     **{op: comparisons.pattern_match for op in (exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike)},
     exp.Length: tr.length, exp.Array: tr.array_constructor, exp.ArrayToString: lambda n, t: _array_to_string(n, t),
 }
 _HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its operators; ||, -, =, casts of jsonb
 _HANDLERS.update(text_functions.HANDLERS)  # left, right, lpad, rpad, concat_ws, split_part, translate, chr
 _HANDLERS.update(numeric_ops.HANDLERS)  # numeric division, avg, ln, log, exp, sqrt: exact, on the replica
+_HANDLERS[exp.Cast] = numeric_ops.float_cast(_HANDLERS[exp.Cast])  # float -> numeric with PostgreSQL's digits
 _HANDLERS.update(statistics.HANDLERS)  # var_pop, var_samp, stddev*: exact sums for integral doubles
 _HANDLERS.update(regex.HANDLERS)  # ~, ~*, regexp_like, substring(s FROM pattern): Java patterns

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
+from weir import types as T
 from weir.errors import SqlState, WeirError
 from weir.sql import infer, udf_calls
 from weir.sql import translate as tr
@@ -138,6 +139,22 @@ def trunc(node: exp.Expression, types: Types) -> exp.Expression:
     x = exp.Cast(this=node.this, to=exp.DataType.build(_NUMERIC))
     return exp.Cast(this=tr.spark_template(f"CASE WHEN {{x}} < 0 THEN ceil({{x}}, {s}) ELSE floor({{x}}, {s}) END",
                                            x=x), to=exp.DataType.build(_NUMERIC))
+
+
+def float_cast(previous: Handler) -> Handler:
+    """float4/float8 -> numeric with PostgreSQL's digits (6 / 15 significant: 1.23::float4
+    is 1.23), exactly, on the replica (numeric_math.from_float); other casts go to
+    `previous`."""
+    def handler(node: exp.Expression, types: Types) -> exp.Expression:
+        source = types.of(node.this)
+        to = node.to  # type: ignore[attr-defined]
+        if to.this != exp.DataType.Type.DECIMAL or not infer.is_float(source) or source is None:
+            return previous(node, types)
+        as_numeric = _numeric("float4" if source.oid == T.FLOAT4.oid else "float8", node.this)
+        if not to.expressions:
+            return as_numeric
+        return previous(exp.Cast(this=as_numeric, to=to), types)  # numeric(p,s) rounds as numeric does
+    return handler
 
 
 HANDLERS: dict[type, Handler] = {
