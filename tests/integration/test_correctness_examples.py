@@ -33,7 +33,28 @@ SAME = [
     "SELECT array_agg((a, b) ORDER BY b)::text FROM (VALUES (NULL::int, DATE '2020-01-02'), "
     "(1, DATE '2020-01-03')) v(a, b)",
     "SELECT row_number() OVER () FROM (VALUES (1)) v(x)",
+    # window functions over an unordered window: every row a peer, the order unspecified
+    "SELECT a, rank() OVER (), dense_rank() OVER (PARTITION BY a % 2), percent_rank() OVER (), "
+    "cume_dist() OVER (), count(*) OVER () FROM r2_t",
+    "SELECT sum(rn), count(l), count(d), count(DISTINCT n) FROM (SELECT row_number() OVER () AS rn, "
+    "lag(a) OVER () AS l, lead(a, 1) OVER (PARTITION BY b) AS d, ntile(2) OVER () AS n FROM r2_t) s",
     "SELECT pg_sleep(0.01)",
+    # intervals: input with field qualifiers and fractional units, arithmetic, text (issue 27)
+    "SELECT (x * INTERVAL '1 hour')::text FROM (VALUES (1), (30)) v(x)",
+    "SELECT i::text, (-i)::text, (i * 1.5)::text, (2 * i)::text, (i / 7)::text, (i + i - INTERVAL '1 hour')::text "
+    "FROM (VALUES (INTERVAL '1 day 2 hours'), (INTERVAL '-3 days -00:00:01.5'), (INTERVAL '00:00:00')) v(i)",
+    "SELECT (INTERVAL '1' DAY TO HOUR)::text, (INTERVAL '1 2' DAY TO HOUR)::text, (INTERVAL '1:2' HOUR TO MINUTE)::text, "
+    "(INTERVAL '1:2' MINUTE TO SECOND)::text, (INTERVAL '1.5' MONTH)::text, (INTERVAL '1.23456' SECOND(3))::text",
+    "SELECT (INTERVAL '1.5 weeks')::text, (INTERVAL '0.5 months')::text, (INTERVAL '@ 1 day ago')::text, "
+    "('1.5'::interval month)::text, (INTERVAL '0.7 years')::text, (INTERVAL '1 day 2 hours 3 min' HOUR)::text",
+    "SELECT (INTERVAL '1 month' / 3)::text, (1.5 * INTERVAL '1 year 1 day')::text, (-INTERVAL '1 mon -1 day')::text, "
+    "(INTERVAL '1 month' - INTERVAL '1 day')::text, (INTERVAL '7 mons 29 days 23:59:59.999999' * 3.7)::text",
+    "SELECT INTERVAL '1 month' = INTERVAL '30 days', INTERVAL '1 year' > INTERVAL '360 days', "
+    "INTERVAL '1 day' < INTERVAL '23 hours'",
+    "SELECT justify_interval(INTERVAL '-3 mons 45 days 36:00:00')::text, justify_days(INTERVAL '45 days')::text, "
+    "justify_hours(INTERVAL '36 hours')::text",
+    "SELECT extract(epoch FROM INTERVAL '1 year 2 mons 5 days 03:04:00'), date_part('minute', INTERVAL '03:04:00'), "
+    "extract(second FROM INTERVAL '1.5 seconds'), extract(month FROM INTERVAL '-14 months')",
     # floats to numeric keep PostgreSQL's 6 / 15 significant digits, constant or on Spark
     "SELECT f::numeric, d::numeric, f::numeric(10, 2), d::numeric(30, 3) FROM r2_f",
     "SELECT 1234565::float4::numeric, 1.2345678::float4::numeric, 0.1::float8::numeric",

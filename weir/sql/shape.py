@@ -122,6 +122,15 @@ def _window(window: exp.Window) -> None:
         raise WeirError(SqlState.WINDOWING_ERROR, "window function calls cannot be nested")
     if isinstance(func, exp.Filter):
         window.set("this", _filtered(func))
+    if isinstance(func, _ORDERED_ONLY) and window.args.get("order") is None:
+        # PostgreSQL takes the rows in an unspecified order (all of them peers); Spark
+        # refuses these functions over an unordered window: order it by a constant
+        window.set("order", exp.Order(expressions=[exp.Ordered(this=exp.Literal.number(0))]))
+
+
+# window functions Spark runs only over an ordered window, PostgreSQL over any
+_ORDERED_ONLY = (exp.RowNumber, exp.Lag, exp.Lead, exp.Rank, exp.DenseRank, exp.PercentRank,
+                 exp.CumeDist, exp.Ntile)
 
 
 def _filtered(filtered: exp.Filter) -> exp.Expression:
