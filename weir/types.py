@@ -34,6 +34,7 @@ class PgType:
     typmod: int = -1
     precision: int | None = None
     scale: int | None = None
+    fields: tuple[PgType | None, ...] | None = field(default=None, compare=False)  # for records
 
     @property
     def is_array(self) -> bool:
@@ -152,6 +153,19 @@ JSONB = BY_NAME["jsonb"]
 MZ_TIMESTAMP = BY_NAME["mz_timestamp"]
 UNKNOWN = BY_NAME["unknown"]
 TEXT_ARRAY = BY_OID[1009]
+
+
+RECORD_OID, RECORD_ARRAY_OID = 2249, 2287
+
+
+def record_of(fields: tuple[PgType | None, ...]) -> PgType:
+    """An anonymous record `(a, b)` (a Spark struct) whose fields have these types (None:
+    not known). Not a column type: weir's type inference uses it for text output."""
+    known = all(f is not None for f in fields)
+    ddl = ("STRUCT<" + ", ".join(f"f{i + 1}: {f.spark_ddl}" for i, f in enumerate(fields) if f is not None) + ">"
+           if known else "STRUCT<>")
+    arrow = pa.struct([(f"f{i + 1}", f.arrow) for i, f in enumerate(fields) if f is not None]) if known else pa.null()
+    return PgType("record", RECORD_OID, -1, RECORD_ARRAY_OID, ddl, arrow, fields=fields)
 
 
 def numeric(precision: int | None, scale: int | None) -> PgType:

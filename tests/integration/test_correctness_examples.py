@@ -63,6 +63,52 @@ SAME = [
     'SELECT "a b" + 1, "Ä?" FROM r2_odd',
 ]
 
+# Arrays and records as text: PostgreSQL's literals, each element or field its type's text,
+# quoted where PostgreSQL quotes it (weir.sql.pg_text); arrays compared and ordered with NULL
+# elements after every value (weir.sql.comparisons)
+SAME += [
+    "SELECT ARRAY[x, NULL, 3]::text FROM (VALUES (1)) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES ('a'), ('b c'), (''), (NULL), ('null'), ('NuLL'), "
+    "('x\"y'), ('a\\b'), ('{'), ('}'), (','), (E'\\t'), (' a'), ('ä')) v(x)",
+    "SELECT ARRAY[x]::text, ARRAY[]::text[]::text FROM (VALUES ('')) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (true), (false), (NULL)) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (1.5::float8), (0.1), (1e20), (-0.0), (1e-7), (NULL)) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (1.5::float8), ('NaN'::float8), ('-Infinity'::float8)) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (1.5::float4), (0.1), (3e38), (NULL)) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (1.5::numeric), (2), (-0.25), (NULL)) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (DATE '2020-01-02'), (NULL), (DATE '1999-12-31')) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (TIMESTAMP '2020-01-02 03:04:05.25'), "
+    "(TIMESTAMP '2020-01-02')) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (TIMESTAMPTZ '2020-01-02 03:04:05+00')) v(x)",
+    "SELECT array_agg(x)::text FROM (VALUES ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid)) v(x)",
+    "SELECT array_agg(x)::text FROM (VALUES ('\\x01ff'::bytea), (NULL), (''::bytea)) v(x)",
+    "SELECT array_agg(x ORDER BY x::text)::text FROM (VALUES ('{\"a\": [1, \"b c\"]}'::jsonb), ('\"x\"'), "
+    "('null'), ('1')) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (1::smallint), (NULL)) v(x)",
+    "SELECT array_agg(x ORDER BY x)::text FROM (VALUES (9000000000::bigint), (-1)) v(x)",
+    "SELECT ARRAY[x]::text || '!', concat(ARRAY[x, NULL], '-', (x, 'a b')), "
+    "concat_ws('/', ARRAY[x], NULL::int[], 'z') FROM (VALUES (1)) v(x)",
+    "SELECT ARRAY[x]::varchar(3) FROM (VALUES (12)) v(x)",
+    "SELECT (1, 'a b')::text, (x, NULL::text, '', 'a\"b', 'c\\d', '(', ')', ',', E'x\\ny')::text "
+    "FROM (VALUES (2)) v(x)",
+    "SELECT (x, 1.5::float8, ARRAY[x, NULL], (x, 'p q'), true, DATE '2020-01-02', 2.5::numeric)::text "
+    "FROM (VALUES (2)) v(x)",
+    "SELECT array_agg((a, ARRAY[b, 'x y']) ORDER BY a)::text FROM (VALUES (1, 'p'), (2, NULL)) v(a, b)",
+    "SELECT (x, 'a')::text || 'z', (x, 'a') || 'z' FROM (VALUES (1)) v(x)",
+    "SELECT ARRAY[x] < ARRAY[NULL]::int[], ARRAY[x] > ARRAY[NULL]::int[], ARRAY[x] <= ARRAY[x, 0], "
+    "ARRAY[x, 2] < ARRAY[x] FROM (VALUES (1)) v(x)",
+    "SELECT ARRAY[x, NULL] = ARRAY[x, NULL], ARRAY[x, NULL] <> ARRAY[x], ARRAY[NULL::int] >= ARRAY[x], "
+    "NULL::int[] < ARRAY[x] FROM (VALUES (1)) v(x)",
+    "SELECT ARRAY['b', NULL] < ARRAY['b', 'a'], ARRAY[]::text[] < ARRAY[NULL::text]",
+    "SELECT max(a)::text, min(a)::text FROM (VALUES (ARRAY[1, NULL]), (ARRAY[1, 2]), (ARRAY[1]), (NULL)) v(a)",
+    "SELECT a::text AS t, row_number() OVER (ORDER BY a) FROM (VALUES (ARRAY[1, NULL]), (ARRAY[1, 2]), "
+    "(ARRAY[1]), (ARRAY[NULL::int])) v(a)",
+    "SELECT a::text AS t, row_number() OVER (ORDER BY a DESC) FROM (VALUES (ARRAY[1, NULL]), (ARRAY[1, 2]), "
+    "(ARRAY[1])) v(a)",
+    "SELECT array_agg(a::text ORDER BY a)::text FROM (VALUES (ARRAY[1, NULL]), (ARRAY[1, 2]), (ARRAY[1]), "
+    "(NULL)) v(a)",
+]
+
 # Relations a materialized view / an indexed view is made of: each compared with
 # PostgreSQL's SELECT of the same query.
 VIEWS = [

@@ -85,10 +85,18 @@ def weir_numeric(operation: str, *args: Any) -> str | None:
     return "+" + format(out, "f")
 
 
+def _texts(out: Callable[[Any], str]) -> Callable[[Any], list[str | None] | None]:
+    """The texts of an array's elements (NULLs kept), for an array's text output: Spark
+    cannot call a Python UDF in a lambda (transform(a, x -> f(x)))."""
+    return lambda v: None if v is None else [None if x is None else out(x) for x in v]
+
+
 # name -> (Python function, Spark return type)
-UDFS: dict[str, tuple[Callable[..., str | None], str]] = {
+UDFS: dict[str, tuple[Callable[..., Any], str]] = {
     "weir_float8_out": (_null_safe(cnum.float8_out), "string"),
     "weir_float4_out": (_null_safe(cnum.float4_out), "string"),
+    "weir_float8_texts": (_texts(cnum.float8_out), "array<string>"),
+    "weir_float4_texts": (_texts(cnum.float4_out), "array<string>"),
     "weir_jsonb": (weir_jsonb, "string"),
     "weir_numeric": (weir_numeric, "string"),
 }

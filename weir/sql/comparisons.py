@@ -21,7 +21,29 @@ def comparison(node: exp.Expression, types: Types) -> exp.Expression:
     for side, mine, other in (("this", a, b), ("expression", b, a)):
         if _is_mz_timestamp(other) and (infer.is_timestamp(mine) or infer.is_date(mine)):
             node.set(side, _epoch_millis(node.args[side]))
+    if quantifier(node.expression) is None and ((a is not None and a.is_array) or (b is not None and b.is_array)):
+        return _array_comparison(node, a, b)
     return quantified_subquery(node, types)
+
+
+def array_order_key(x: exp.Expression) -> exp.Expression:
+    """An array as Spark orders it the way PostgreSQL orders arrays: element by element, a
+    NULL element after every value (Spark puts it first), then the shorter array first."""
+    return _spark("transform({a}, _weir_e -> named_struct('n', _weir_e IS NULL, 'v', _weir_e))", a=x)
+
+
+def _array_comparison(node: exp.Expression, a: T.PgType | None, b: T.PgType | None) -> exp.Expression:
+    """Arrays compared as PostgreSQL compares them: `=` / `<>` are Spark's (NULL elements
+    equal each other in both); the order comparisons compare array_order_key()s. Arrays
+    of records are refused (their fields' NULLs order as Spark orders them)."""
+    for t in (a, b):  # an array of unknown type (ARRAY['a', NULL]) is ordered as the other
+        if t is not None and (not t.is_array or t.element is None or t.element.oid == T.RECORD_OID):
+            raise _refuse("comparison of arrays of these types")
+    if isinstance(node, (exp.EQ, exp.NEQ)):
+        return node
+    node.set("this", array_order_key(node.this))
+    node.set("expression", array_order_key(node.expression))
+    return node
 
 
 def _is_mz_timestamp(t: T.PgType | None) -> bool:
@@ -95,3 +117,54 @@ def _in_where_conjunct(node: exp.Expression) -> bool:
     while isinstance(parent, (exp.And, exp.Paren)):
         parent = parent.parent
     return isinstance(parent, exp.Where)
+
+
+def ordered(node: exp.Expression, types: Types) -> exp.Expression:
+    """ORDER BY an array (a query's, a window's, an aggregate's): by array_order_key()."""
+    key = node.this
+    t = types.of(key)
+    if isinstance(key, exp.Literal) or (t is None and isinstance(key, exp.Column)):
+        t, key = _output_column(node, key, types)
+    if t is not None and t.is_array and key is not None:
+        if t.element is None or t.element.oid == T.RECORD_OID:
+            raise _refuse("ORDER BY an array of records")
+        node.set("this", array_order_key(key))
+    return node
+
+
+def _output_column(node: exp.Expression, key: exp.Expression, types: Types
+                   ) -> tuple[T.PgType | None, exp.Expression | None]:
+    """A query's ORDER BY 1 or ORDER BY name of a result column: its type, and the result
+    column by its name (None when it has none)."""
+    order = node.parent
+    select = order.parent if isinstance(order, exp.Order) else None
+    if not isinstance(select, exp.Select):
+        return None, key
+    projections = select.expressions
+    if isinstance(key, exp.Literal):
+        if key.is_string or not key.this.isdigit() or not 1 <= int(key.this) <= len(projections):
+            return None, key
+        p = projections[int(key.this) - 1]
+    else:
+        found = [p for p in projections if isinstance(p, exp.Alias) and p.alias == key.name and not key.table]
+        if not found:
+            return None, key
+        p = found[0]
+    t = types.of(p)
+    if t is None or not t.is_array:
+        return t, key
+    if not isinstance(p, exp.Alias) and not isinstance(p, exp.Column):
+        raise _refuse("ORDER BY the position of an array result column without a name")
+    return t, exp.column(p.alias_or_name, quoted=True)
+
+
+def min_max(node: exp.Expression, types: Types) -> exp.Expression:
+    """min / max of arrays: the array with the least / greatest array_order_key() (Spark's
+    own min and max order NULL elements first)."""
+    t = types.of(node.this)
+    if t is None or not t.is_array:
+        return node
+    if t.element is None or t.element.oid == T.RECORD_OID:
+        raise _refuse(f"{'min' if isinstance(node, exp.Min) else 'max'} of arrays of records")
+    fn = "min_by" if isinstance(node, exp.Min) else "max_by"
+    return _spark(f"{fn}({{a}}, {{k}})", a=node.this, k=array_order_key(node.this))

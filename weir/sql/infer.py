@@ -143,6 +143,8 @@ class Types:
                 return T.NUMERIC
             v = int(e.this)
             return T.INT4 if -(2**31) <= v < 2**31 else T.INT8 if -(2**63) <= v < 2**63 else T.NUMERIC
+        if isinstance(e, exp.HexString):  # a folded bytea literal (weir.sql.literals)
+            return T.BYTEA
         if isinstance(e, exp.Boolean) or isinstance(e, (exp.Predicate, exp.Connector, exp.Not)):
             return T.BOOL
         if isinstance(e, (exp.Cast, exp.TryCast)):
@@ -174,6 +176,9 @@ class Types:
         if isinstance(e, exp.Array):
             inner = self._common(e)
             return T.array_of(inner) if inner is not None and not inner.is_array else None
+        if isinstance(e, exp.Tuple):  # a row constructor (a record); its NULLs and literals are text
+            return T.record_of(tuple(T.TEXT if isinstance(x, exp.Null) else _resolved(self.of(x))
+                                     for x in e.expressions))
         return self._function(e)
 
     def _common(self, e: exp.Expression) -> PgType | None:
@@ -411,7 +416,7 @@ def _array_spark_loses(t: PgType | None) -> bool:
     which PostgreSQL resolves to text[] as Spark's strings say."""
     e = t.element if t is not None and t.is_array else None
     return e is not None and t is not None and t.oid != 0 and not e.is_array \
-        and T.from_arrow(e.arrow).oid != e.oid
+        and e.oid != T.RECORD_OID and T.from_arrow(e.arrow).oid != e.oid
 
 
 def result_types(query: exp.Expression) -> list[PgType | None] | None:

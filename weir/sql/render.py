@@ -57,6 +57,8 @@ def output_name(e: exp.Expression) -> str:
         return output_name(e.this)  # the window function's name
     if isinstance(e, exp.Array):
         return "array"
+    if isinstance(e, exp.Tuple):  # a row constructor (a cast of one keeps the name)
+        return "row"
     if isinstance(e, exp.CurrentVersion):
         return "version"
     if isinstance(e, exp.Dot) and isinstance(e.expression, exp.Func):
@@ -87,7 +89,7 @@ def _named(e: exp.Expression) -> bool:
         return True
     if e.meta.get("weir_folded") or isinstance(e, (exp.Literal, exp.Null, exp.Case, exp.Boolean)):
         return False
-    return isinstance(e, (exp.Column, exp.Subquery, exp.Func)) or bool(e.meta.get("weir_output_name"))
+    return isinstance(e, (exp.Column, exp.Subquery, exp.Func, exp.Tuple)) or bool(e.meta.get("weir_output_name"))
 
 
 def _type_label(to: exp.DataType) -> str:

@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.errors import SqlState, WeirError
-from weir.sql import infer
+from weir.sql import infer, pg_text
 from weir.sql.infer import Types
 from weir.sql.translate import raise_sql as _raise
 from weir.sql.translate import spark_template, undefined_function
@@ -68,8 +68,11 @@ def concat_ws(node: exp.Expression, types: Types) -> exp.Expression:
     if len(args) < 2:
         raise undefined_function("concat_ws", node, types)
     _texts("concat_ws", node, types, args[0])
-    for a in args[1:]:
+    for a in list(args[1:]):
         t = types.of(a)
+        if t is not None and (t.is_array or t.oid == T.RECORD_OID):  # its PostgreSQL text
+            a.replace(pg_text.text_of(a, t, types))
+            continue
         if not (infer.is_text(t) or infer.is_int(t) or isinstance(a, exp.Null)
                 or t is not None and t.oid == T.UNKNOWN.oid):
             raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,

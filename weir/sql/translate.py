@@ -215,7 +215,11 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
                         hint="No operator matches the given name and argument types. "
                              "You might need to add explicit type casts.")
     for key, t in (("this", a), ("expression", b)):
-        if infer.is_numeric(t) or infer.is_float(t):  # as its text output
+        if t is not None and t.oid == T.RECORD_OID:  # as its text output, (1,"a b")
+            from weir.sql import pg_text  # it builds on this module's helpers
+
+            node.set(key, pg_text.text_of(node.args[key], t, types))
+        elif infer.is_numeric(t) or infer.is_float(t):  # as its text output
             text = exp.Cast(this=node.args[key], to=exp.DataType.build("TEXT"))
             node.set(key, cast(text, types) if t is not None and t.precision is None else text)
         elif t is not None and t.oid not in _TEXTISH:
@@ -401,8 +405,14 @@ def substring(node: exp.Expression, types: Types) -> exp.Expression:
 
 
 def concat(node: exp.Expression, types: Types) -> exp.Expression:
-    for a in node.expressions:
+    """concat() of text; an array or a record argument is its PostgreSQL text."""
+    for a in list(node.expressions):
         t = types.of(a)
+        if t is not None and (t.is_array or t.oid == T.RECORD_OID):
+            from weir.sql import pg_text  # it builds on this module's helpers
+
+            a.replace(pg_text.text_of(a, t, types))
+            continue
         if t is None or not infer.is_text(t):
             raise _refuse(f"function concat with an argument of type {t.name if t else 'unknown'}")
     return node
@@ -456,6 +466,10 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression:
             return exp.Cast(this=_spark("bround({x}, 0)", x=node.this), to=to)
     if to.this in _TEXT_TYPES and not to.expressions:
         source = types.of(node.this)
+        if source is not None and (source.is_array or source.oid == T.RECORD_OID):
+            from weir.sql import pg_text  # it builds on this module's helpers
+
+            return pg_text.text_of(node.this, source, types)  # {1,NULL} and (1,"a b"), not Spark's [1, null]
         if infer.is_float(source) and source is not None:  # PostgreSQL's shortest digits
             name = "weir_float4_out" if source.oid == T.FLOAT4.oid else "weir_float8_out"
             call = exp.Anonymous(this=name, expressions=[node.this])
@@ -465,8 +479,13 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression:
         if infer.is_numeric(source) and source is not None and source.precision is None:
             return _spark(trimmed, x=node.this)
         if source is None:  # inference lost its type: Spark knows it (typeof folds when planned)
-            return _spark(f"CASE WHEN typeof({{x}}) = 'decimal(38,10)' THEN {trimmed} ELSE CAST({{x}} AS STRING) END",
-                          x=node.this)
+            # an array's or a struct's: refused when the query runs (Spark would print [1, null]);
+            # not in VALUES, whose expressions Spark folds (raise_error does not fold)
+            unknown = "" if node.find_ancestor(exp.Values) is not None else (
+                "WHEN typeof({x}) LIKE 'array<%' OR typeof({x}) LIKE 'struct<%' THEN "
+                + _raise("0A000", "text output of an array or a record of this type is not supported") + " ")
+            return _spark(f"CASE WHEN typeof({{x}}) = 'decimal(38,10)' THEN {trimmed} {unknown}"
+                          "ELSE CAST({x} AS STRING) END", x=node.this)
     return node
 
 
