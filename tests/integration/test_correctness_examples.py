@@ -19,7 +19,17 @@ SETUP = ["CREATE TABLE r2_t (a int, b int)",
          'CREATE TABLE r2_odd ("a b" int, "Ä?" text)',
          "INSERT INTO r2_odd VALUES (1, 'x'), (NULL, 'y')",
          "CREATE TABLE r2_f (f real, d double precision)",
-         "INSERT INTO r2_f VALUES (1.23, 0.1), (1234565, 1e20), (1.2345678, 123456.789012345), (-0.5, NULL)"]
+         "INSERT INTO r2_f VALUES (1.23, 0.1), (1234565, 1e20), (1.2345678, 123456.789012345), (-0.5, NULL)",
+         "CREATE TABLE r2_types (a int[], t text[], i interval, j jsonb, n numeric, b boolean, "
+         "ts timestamptz, tn timestamp, by bytea, u uuid, f real, d date)",
+         "INSERT INTO r2_types VALUES (ARRAY[1, NULL], ARRAY['a b', '', NULL, 'x,\"y', 'NULL'], "
+         "INTERVAL '1 day 2 hours', '{\"a\": [1, 2.50]}', 1.50, true, '2024-01-01 10:00:00.5+00', "
+         "'2024-01-01 10:00:00', '\\x01ff', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 1.1, '2024-02-29'), "
+         "(NULL, ARRAY[]::text[], NULL, NULL, NULL, false, NULL, NULL, '\\x', NULL, NULL, NULL)"]
+
+# every type's text output, as ::text and through COPY TO
+TYPES_AS_TEXT = ("SELECT a::text, t::text, i::text, j::text, b::text, ts::text, tn::text, "
+                 "by::text, u::text, f::text, d::text FROM r2_types")
 
 # Compared with PostgreSQL's answer, in the text form both servers send.
 SAME = [
@@ -58,6 +68,8 @@ SAME = [
     # floats to numeric keep PostgreSQL's 6 / 15 significant digits, constant or on Spark
     "SELECT f::numeric, d::numeric, f::numeric(10, 2), d::numeric(30, 3) FROM r2_f",
     "SELECT 1234565::float4::numeric, 1.2345678::float4::numeric, 0.1::float8::numeric",
+    TYPES_AS_TEXT,
+    "SELECT ts::varchar(13), 'x' || (1, by), concat(a, 'y'), ARRAY[by]::text, ARRAY[ts]::text FROM r2_types",
     # column names Parquet cannot hold as they are (pyiceberg writes them sanitized)
     'SELECT * FROM r2_odd',
     'SELECT "a b" + 1, "Ä?" FROM r2_odd',
@@ -178,3 +190,13 @@ def test_view_columns_are_named_once_as_in_postgres(both, kind: str) -> None:  #
     want = ("42701", 'column "?column?" specified more than once')
     got = errors((w, p) if kind == "VIEW" else (w,), sql)
     assert got == [want] * len(got)
+
+
+def test_copy_to_is_postgres_text(both) -> None:  # noqa: ANN001
+    """COPY TO STDOUT sends every type's text as PostgreSQL does (tab-separated, escaped)."""
+    got = []
+    for conn in both:
+        with conn.cursor() as cur, cur.copy("COPY (SELECT a, t, i, j, b, ts, tn, by, u, f, d FROM r2_types "
+                                            "ORDER BY b) TO STDOUT") as copy:
+            got.append(b"".join(bytes(chunk) for chunk in copy))
+    assert got[0] == got[1]

@@ -22,6 +22,7 @@ from weir.sql import (
     interval_text,
     jsonb,
     numeric_ops,
+    pg_text,
     regex,
     set_returning,
     shape,
@@ -289,5 +290,9 @@ _HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its opera
 _HANDLERS.update(text_functions.HANDLERS)  # left, right, lpad, rpad, concat_ws, split_part, translate, chr
 _HANDLERS.update(numeric_ops.HANDLERS)  # numeric division, avg, ln, log, exp, sqrt: exact, on the replica
 _HANDLERS[exp.Cast] = numeric_ops.float_cast(_HANDLERS[exp.Cast])  # float -> numeric with PostgreSQL's digits
+# arrays, records, bytea and timestamptz as text: PostgreSQL's text output (weir.sql.pg_text)
+_HANDLERS[exp.Cast] = pg_text.text_cast(_HANDLERS[exp.Cast])
+for _node in (exp.DPipe, exp.Concat):
+    _HANDLERS[_node] = pg_text.text_operands(_HANDLERS[_node])
 _HANDLERS.update(statistics.HANDLERS)  # var_pop, var_samp, stddev*: exact sums for integral doubles
 _HANDLERS.update(regex.HANDLERS)  # ~, ~*, regexp_like, substring(s FROM pattern): Java patterns

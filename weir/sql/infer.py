@@ -132,8 +132,8 @@ class Types:
         return self._memo[key]
 
     def _infer(self, e: exp.Expression) -> PgType | None:  # noqa: C901 - one case per node kind
-        if isinstance(e, (exp.Paren, exp.Alias, exp.Neg, exp.Ordered)):
-            return self.of(e.this)
+        if isinstance(e, (exp.Paren, exp.Alias, exp.Neg, exp.Ordered, exp.Window)):
+            return self.of(e.this)  # a window function's type is its function's
         if isinstance(e, exp.Literal):
             if e.meta.get("weir_type") in ("jsonb", "json"):  # a folded '...'::jsonb (weir.sql.render.literal)
                 return T.BY_NAME[e.meta["weir_type"]]
@@ -293,6 +293,8 @@ class Types:
         arg = self.of(e.this) if isinstance(e.args.get("this"), exp.Expression) else None
         if isinstance(e, exp.Count) or isinstance(e, (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)):
             return T.INT8
+        if isinstance(e, (exp.PercentRank, exp.CumeDist)):
+            return T.FLOAT8
         if isinstance(e, exp.Sum):
             if arg is not None and arg.oid in (T.INT2.oid, T.INT4.oid):
                 return T.INT8

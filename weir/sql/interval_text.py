@@ -90,12 +90,12 @@ def _refused() -> Exception:
 
 
 # EncodeInterval (IntervalStyle postgres) of an interval without months
-_TEXT_SQL = (
-    "concat_ws(' ', CASE WHEN {d} <> 0 THEN concat(CAST({d} AS STRING), CASE WHEN {d} = 1 THEN ' day' ELSE ' days' END) END, "
+_TEXT_SQL = (  # NULL for NULL (concat_ws alone would give '')
+    "CASE WHEN {d} IS NOT NULL AND {t} IS NOT NULL THEN concat_ws(' ', CASE WHEN {d} <> 0 THEN concat(CAST({d} AS STRING), CASE WHEN {d} = 1 THEN ' day' ELSE ' days' END) END, "
     "CASE WHEN {t} <> 0 OR {d} = 0 THEN concat("
     "CASE WHEN {t} < 0 THEN '-' WHEN {d} < 0 THEN '+' ELSE '' END, "
     "CASE WHEN abs({t}) DIV 3600000000 < 10 THEN '0' ELSE '' END, CAST(abs({t}) DIV 3600000000 AS STRING), ':', "
     "lpad(CAST(abs({t}) DIV 60000000 % 60 AS STRING), 2, '0'), ':', "
     "lpad(CAST(abs({t}) DIV 1000000 % 60 AS STRING), 2, '0'), "
     "CASE WHEN abs({t}) % 1000000 <> 0 THEN regexp_replace(concat('.', lpad(CAST(abs({t}) % 1000000 AS STRING), 6, '0')), "
-    "'0+$', '') ELSE '' END) END)")
+    "'0+$', '') ELSE '' END) END) END")

@@ -15,12 +15,16 @@ record holding a float inside an array is refused.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from weir import types as T
 from weir.sql import infer
 from weir.sql.infer import Types
 from weir.sql.translate import refuse, spark_template
+
+Handler = Callable[[exp.Expression, Types], exp.Expression]
 
 # the text of one value (Spark SQL, {x} the value) of types whose text is Spark's CAST
 _CAST = "CAST({x} AS STRING)"
@@ -135,3 +139,47 @@ def record_text(r: exp.Expression, t: T.PgType, types: Types, *, depth: int = 0)
     if nullable is None:
         return text
     return spark_template("CASE WHEN {r} IS NOT NULL THEN {t} END", r=nullable, t=text)
+
+
+# types whose text output is not Spark's CAST AS STRING (which prints [1, null], {1, a b},
+# a timestamptz without its offset and a bytea's raw bytes)
+def _own_text(t: T.PgType) -> bool:
+    return t.is_array or t.oid in (T.RECORD_OID, T.BYTEA.oid, T.TIMESTAMPTZ.oid)
+
+
+def _as_text(x: exp.Expression, t: T.PgType, types: Types) -> exp.Expression:
+    """`x`'s text output, typed text for the handlers after this one."""
+    return exp.Cast(this=text_of(x, t, types), to=exp.DataType.build("TEXT"))
+
+
+def text_cast(previous: Handler) -> Handler:
+    """A cast to text, varchar or char of an array, a record, a bytea or a timestamptz is
+    its PostgreSQL text output (then cut to a length by `previous`, which handles every
+    other cast)."""
+    def handler(node: exp.Expression, types: Types) -> exp.Expression:
+        source, target = types.of(node.this), infer.datatype(node.to)  # type: ignore[attr-defined]
+        if source is None or target is None or not _own_text(source) or target.oid not in (
+                T.TEXT.oid, T.VARCHAR.oid, T.BPCHAR.oid):
+            return previous(node, types)
+        if target.oid == T.TEXT.oid:
+            return text_of(node.this, source, types)
+        return previous(exp.Cast(this=_as_text(node.this, source, types), to=node.to), types)  # type: ignore[attr-defined]
+    return handler
+
+
+def text_operands(previous: Handler) -> Handler:
+    """`||` and concat() take an array's or a record's text output (`'x' || ROW(1, 'a b')` is
+    x(1,"a b")); `||` of two arrays or of an array and an element stays array concatenation."""
+    def handler(node: exp.Expression, types: Types) -> exp.Expression:
+        if isinstance(node, exp.DPipe):
+            for key in ("this", "expression"):
+                t = types.of(node.args[key])
+                if t is not None and t.oid == T.RECORD_OID:
+                    node.set(key, _as_text(node.args[key], t, types))
+        else:
+            for a in list(node.expressions):
+                t = types.of(a)
+                if t is not None and (t.is_array or t.oid == T.RECORD_OID):
+                    a.replace(_as_text(a, t, types))
+        return previous(node, types)
+    return handler

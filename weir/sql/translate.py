@@ -215,11 +215,7 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
                         hint="No operator matches the given name and argument types. "
                              "You might need to add explicit type casts.")
     for key, t in (("this", a), ("expression", b)):
-        if t is not None and t.oid == T.RECORD_OID:  # as its text output, (1,"a b")
-            from weir.sql import pg_text  # it builds on this module's helpers
-
-            node.set(key, pg_text.text_of(node.args[key], t, types))
-        elif infer.is_numeric(t) or infer.is_float(t):  # as its text output
+        if infer.is_numeric(t) or infer.is_float(t):  # as its text output
             text = exp.Cast(this=node.args[key], to=exp.DataType.build("TEXT"))
             node.set(key, cast(text, types) if t is not None and t.precision is None else text)
         elif t is not None and t.oid not in _TEXTISH:
@@ -405,14 +401,9 @@ def substring(node: exp.Expression, types: Types) -> exp.Expression:
 
 
 def concat(node: exp.Expression, types: Types) -> exp.Expression:
-    """concat() of text; an array or a record argument is its PostgreSQL text."""
+    """concat() of text (weir.sql.pg_text turns arrays and records into text first)."""
     for a in list(node.expressions):
         t = types.of(a)
-        if t is not None and (t.is_array or t.oid == T.RECORD_OID):
-            from weir.sql import pg_text  # it builds on this module's helpers
-
-            a.replace(pg_text.text_of(a, t, types))
-            continue
         if t is None or not infer.is_text(t):
             raise _refuse(f"function concat with an argument of type {t.name if t else 'unknown'}")
     return node
@@ -466,10 +457,6 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression:
             return exp.Cast(this=_spark("bround({x}, 0)", x=node.this), to=to)
     if to.this in _TEXT_TYPES and not to.expressions:
         source = types.of(node.this)
-        if source is not None and (source.is_array or source.oid == T.RECORD_OID):
-            from weir.sql import pg_text  # it builds on this module's helpers
-
-            return pg_text.text_of(node.this, source, types)  # {1,NULL} and (1,"a b"), not Spark's [1, null]
         if infer.is_float(source) and source is not None:  # PostgreSQL's shortest digits
             name = "weir_float4_out" if source.oid == T.FLOAT4.oid else "weir_float8_out"
             call = exp.Anonymous(this=name, expressions=[node.this])
