@@ -43,7 +43,9 @@ class Weir(Postgres):
                                exp.Literal.string(token.text), token)}
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
                      "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
-                     "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp}
+                     "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp,
+                     # ROW(a, b) is the row constructor (a, b), not a function named row
+                     "ROW": lambda args: exp.Tuple(expressions=args)}
 
         def _parse_function_call(self, functions: dict | None = None, anonymous: bool = False,  # type: ignore[override]
                                  optional_parens: bool = True, any_token: bool = False) -> exp.Expression | None:
