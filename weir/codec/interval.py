@@ -101,12 +101,12 @@ def out_of_range() -> WeirError:
 # AdjustFract* do, in doubles (Python's float is the same IEEE double).
 
 FIELDS = ("year", "month", "day", "hour", "minute", "second")
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
-_US_SEC, _US_MIN, _US_HOUR = 1_000_000, 60_000_000, 3_600_000_000
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+US_SEC, US_MIN, US_HOUR = 1_000_000, 60_000_000, 3_600_000_000
 
 # deltatktbl: unit names (matched on their first 10 characters, TOKMAXLEN)
-_DELTA = {}
+UNIT_WORDS = {}
 for _names, _unit in (
     ("c cent centuries century", "century"), ("d day days", "day"),
     ("dec decade decades decs", "decade"), ("h hour hours hr hrs", "hour"),
@@ -117,9 +117,9 @@ for _names, _unit in (
     ("w week weeks", "week"), ("y year years yr yrs", "year"),
 ):
     for _n in _names.split():
-        _DELTA[_n] = _unit
-_DELTA["ago"] = "ago"
-_DELTA["@"] = "ignore"
+        UNIT_WORDS[_n] = _unit
+UNIT_WORDS["ago"] = "ago"
+UNIT_WORDS["@"] = "ignore"
 # datetktbl's words: a word followed by a digit that is none of these starts a date field
 _DATE_WORDS = frozenset(
     "-infinity ad allballs am apr april at aug august bc d dec december dow doy dst epoch feb february fri "
@@ -264,40 +264,40 @@ class _Itm:
         usec = int(frac)
         frac -= usec
         usec += int(round(frac))
-        self.usec = self._chk(self.usec + usec, _INT64)
+        self.usec = self._chk(self.usec + usec, INT64)
 
     def fract_days(self, frac: float, scale: int) -> None:
         if frac == 0:
             return
         frac *= scale
         extra = int(frac)
-        self.mday = self._chk(self.mday + extra, _INT32)
+        self.mday = self._chk(self.mday + extra, INT32)
         frac -= extra
         self.fract_micros(frac, USEC_PER_DAY)
 
     def fract_years(self, frac: float, scale: int) -> None:
-        self.mon = self._chk(self.mon + int(round(frac * scale * 12)), _INT32)
+        self.mon = self._chk(self.mon + int(round(frac * scale * 12)), INT32)
 
     def micros(self, val: int, fval: float, scale: int) -> None:
-        self.usec = self._chk(self.usec + self._chk(val * scale, _INT64), _INT64)
+        self.usec = self._chk(self.usec + self._chk(val * scale, INT64), INT64)
         self.fract_micros(fval, scale)
 
     def days(self, val: int, scale: int) -> None:
-        self.mday = self._chk(self.mday + self._chk(self._chk(val, _INT32) * scale, _INT32), _INT32)
+        self.mday = self._chk(self.mday + self._chk(self._chk(val, INT32) * scale, INT32), INT32)
 
     def months(self, val: int) -> None:
-        self.mon = self._chk(self.mon + self._chk(val, _INT32), _INT32)
+        self.mon = self._chk(self.mon + self._chk(val, INT32), INT32)
 
     def years(self, val: int, scale: int) -> None:
-        self.year = self._chk(self.year + self._chk(self._chk(val, _INT32) * scale, _INT32), _INT32)
+        self.year = self._chk(self.year + self._chk(self._chk(val, INT32) * scale, INT32), INT32)
 
 
 def _time(text: str, rng: frozenset[str] | None, itm: _Itm) -> None:
     """DecodeTimeForInterval: hh:mm[:ss[.fff]] (mm:ss for MINUTE TO SECOND and mm:ss.fff)."""
-    hour, i = _strtol(text, 0, _INT64)
+    hour, i = _strtol(text, 0, INT64)
     if i >= len(text) or text[i] != ":":
         raise _Bad
-    minute, i = _strtol(text, i + 1, _INT32)
+    minute, i = _strtol(text, i + 1, INT32)
     fsec = 0
     if i == len(text):
         sec = 0
@@ -306,10 +306,10 @@ def _time(text: str, rng: frozenset[str] | None, itm: _Itm) -> None:
     elif text[i] == ".":
         fsec = int(round(_fraction(text[i:]) * 1_000_000))
         hour, minute, sec = 0, hour, minute
-        if not _INT32[0] <= minute <= _INT32[1]:
+        if not INT32[0] <= minute <= INT32[1]:
             raise _Overflow
     elif text[i] == ":":
-        sec, i = _strtol(text, i + 1, _INT32)
+        sec, i = _strtol(text, i + 1, INT32)
         if i < len(text):
             if text[i] != ".":
                 raise _Bad
@@ -318,8 +318,8 @@ def _time(text: str, rng: frozenset[str] | None, itm: _Itm) -> None:
         raise _Bad
     if hour < 0 or not 0 <= minute <= 59 or not 0 <= sec <= 60 or not 0 <= fsec <= 1_000_000:
         raise _Overflow
-    usec = fsec + hour * _US_HOUR + minute * _US_MIN + sec * _US_SEC
-    itm.usec = itm._chk(usec, _INT64)
+    usec = fsec + hour * US_HOUR + minute * US_MIN + sec * US_SEC
+    itm.usec = itm._chk(usec, INT64)
 
 
 def _default_unit(rng: frozenset[str] | None) -> str:
@@ -349,15 +349,15 @@ def _decode(text: str, rng: frozenset[str] | None) -> _Itm:
         elif kind in ("tz", "date", "number"):
             if unit is None:
                 unit = _default_unit(rng)
-            val, j = _strtol(f, 0, _INT64)
+            val, j = _strtol(f, 0, INT64)
             if j < len(f) and f[j] == "-":  # SQL years-months
-                val2, k = _strtol(f, j + 1, _INT32)
+                val2, k = _strtol(f, j + 1, INT32)
                 if val2 < 0 or val2 >= 12:
                     raise _Overflow
                 if k != len(f):
                     raise _Bad
                 unit = "month"
-                val = itm._chk(val * 12 + (-val2 if f[0] == "-" else val2), _INT64)
+                val = itm._chk(val * 12 + (-val2 if f[0] == "-" else val2), INT64)
                 fval = 0.0
             elif j < len(f) and f[j] == ".":
                 fval = _fraction(f[j:])
@@ -371,7 +371,7 @@ def _decode(text: str, rng: frozenset[str] | None) -> _Itm:
             if unit == "hour":
                 unit = "day"
         else:  # string, special
-            word = _DELTA.get(f[:10])
+            word = UNIT_WORDS.get(f[:10])
             if word == "ignore":
                 continue
             if word is None or word in ("timezone",):
@@ -410,12 +410,12 @@ def _apply(unit: str, val: int, fval: float, itm: _Itm) -> frozenset[str]:
     elif unit == "millisecond":
         itm.micros(val, fval, 1000)
     elif unit == "second":
-        itm.micros(val, fval, _US_SEC)
+        itm.micros(val, fval, US_SEC)
         return frozenset(("second",)) if fval == 0 else _SECS_MASK
     elif unit == "minute":
-        itm.micros(val, fval, _US_MIN)
+        itm.micros(val, fval, US_MIN)
     elif unit == "hour":
-        itm.micros(val, fval, _US_HOUR)
+        itm.micros(val, fval, US_HOUR)
     elif unit == "day":
         itm.days(val, 1)
         itm.fract_micros(fval, USEC_PER_DAY)
@@ -524,31 +524,31 @@ def _iso(s: str) -> _Itm:
                 raise _Bad
         else:
             if unit == "H":
-                itm.micros(val, fval, _US_HOUR)
+                itm.micros(val, fval, US_HOUR)
             elif unit == "M":
-                itm.micros(val, fval, _US_MIN)
+                itm.micros(val, fval, US_MIN)
             elif unit == "S":
-                itm.micros(val, fval, _US_SEC)
+                itm.micros(val, fval, US_SEC)
             elif unit in ("\0", ":"):
                 if unit == "\0" and width == 6 and not havefield:
-                    itm.micros(int(val / 10000), 0.0, _US_HOUR)
-                    itm.micros(int(val / 100) - int(val / 10000) * 100, 0.0, _US_MIN)
-                    itm.micros(val - int(val / 100) * 100, 0.0, _US_SEC)
+                    itm.micros(int(val / 10000), 0.0, US_HOUR)
+                    itm.micros(int(val / 100) - int(val / 10000) * 100, 0.0, US_MIN)
+                    itm.micros(val - int(val / 100) * 100, 0.0, US_SEC)
                     itm.fract_micros(fval, 1)
                     return itm
                 if havefield:
                     raise _Bad
-                itm.micros(val, fval, _US_HOUR)
+                itm.micros(val, fval, US_HOUR)
                 if unit == "\0":
                     return itm
                 val, fval, i = _iso_number(s, i)
-                itm.micros(val, fval, _US_MIN)
+                itm.micros(val, fval, US_MIN)
                 if i >= len(s):
                     return itm
                 if s[i] != ":":
                     raise _Bad
                 val, fval, i = _iso_number(s, i + 1)
-                itm.micros(val, fval, _US_SEC)
+                itm.micros(val, fval, US_SEC)
                 if i >= len(s):
                     return itm
                 raise _Bad
@@ -572,7 +572,7 @@ def parse(s: str, fields: frozenset[str] | None = None, precision: int | None = 
     except _Overflow:
         raise _field_overflow(s) from None
     months = itm.year * 12 + itm.mon
-    if not _INT32[0] <= months <= _INT32[1]:
+    if not INT32[0] <= months <= INT32[1]:
         raise out_of_range()
     return typmod(PgInterval(months, itm.mday, itm.usec), fields, precision)
 
@@ -590,7 +590,7 @@ def typmod(v: PgInterval, fields: frozenset[str] | None, precision: int | None =
         elif last == "day":
             micros = 0
         elif last in ("hour", "minute"):
-            unit = _US_HOUR if last == "hour" else _US_MIN
+            unit = US_HOUR if last == "hour" else US_MIN
             micros = int(micros / unit) * unit
     if precision is not None and precision < 6:
         scale = 10 ** (6 - precision)
@@ -621,147 +621,3 @@ def out(v: PgInterval) -> str:
 
 def send(v: PgInterval) -> bytes:
     return _INTERVAL.pack(v.micros, v.days, v.months)
-
-
-def justify_hours(v: PgInterval) -> PgInterval:
-    days, micros = v.days + int(v.micros / USEC_PER_DAY), v.micros - int(v.micros / USEC_PER_DAY) * USEC_PER_DAY
-    if days > 0 and micros < 0:
-        days, micros = days - 1, micros + USEC_PER_DAY
-    elif days < 0 and micros > 0:
-        days, micros = days + 1, micros - USEC_PER_DAY
-    return PgInterval(v.months, days, micros)
-
-
-def justify_days(v: PgInterval) -> PgInterval:
-    months, days = v.months + int(v.days / 30), v.days - int(v.days / 30) * 30
-    if months > 0 and days < 0:
-        months, days = months - 1, days + 30
-    elif months < 0 and days > 0:
-        months, days = months + 1, days - 30
-    return PgInterval(months, days, v.micros)
-
-
-def _trunc(a: int, b: int) -> int:
-    """C's integer division (toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def _checked(months: int, days: int, micros: int) -> PgInterval:
-    if not (_INT32[0] <= months <= _INT32[1] and _INT32[0] <= days <= _INT32[1] and _INT64[0] <= micros <= _INT64[1]):
-        raise out_of_range()
-    return PgInterval(months, days, micros)
-
-
-def add(a: PgInterval, b: PgInterval) -> PgInterval:
-    return _checked(a.months + b.months, a.days + b.days, a.micros + b.micros)
-
-
-def neg(a: PgInterval) -> PgInterval:
-    return _checked(-a.months, -a.days, -a.micros)
-
-
-def _tsround(x: float) -> float:
-    return round(x * 1_000_000.0) / 1_000_000.0
-
-
-def _int_of(x: float) -> int:
-    if x != x or not _INT32[0] <= x <= _INT32[1]:
-        raise out_of_range()
-    return int(x)
-
-
-def _cascade(v: PgInterval, months_f: float, days_f: float, time_f: float) -> PgInterval:
-    """interval_mul / interval_div after their products: fractions of months cascade into
-    days (30-day months), of days into time (24-hour days), never upward."""
-    months = _int_of(months_f)
-    days = _int_of(days_f)
-    month_remainder_days = _tsround((months_f - months) * 30)
-    sec_remainder = _tsround((days_f - days + month_remainder_days - int(month_remainder_days)) * 86400)
-    if abs(sec_remainder) >= 86400:
-        days += int(sec_remainder / 86400)
-        sec_remainder -= int(sec_remainder / 86400) * 86400
-    days += int(month_remainder_days)
-    t = round(time_f + sec_remainder * 1_000_000)
-    if not -(2.0**63) <= t < 2.0**63:
-        raise out_of_range()
-    return _checked(months, days, int(t))
-
-
-def mul(v: PgInterval, factor: float) -> PgInterval:
-    """interval * float8 (PostgreSQL's interval_mul)."""
-    return _cascade(v, v.months * factor, v.days * factor, v.micros * factor)
-
-
-def div(v: PgInterval, factor: float) -> PgInterval:
-    """interval / float8 (PostgreSQL's interval_div)."""
-    if factor == 0.0:
-        raise WeirError(SqlState.DIVISION_BY_ZERO, "division by zero")
-    return _cascade(v, v.months / factor, v.days / factor, v.micros / factor)
-
-
-def justify_interval(v: PgInterval) -> PgInterval:
-    months, days, micros = v.months, v.days, v.micros
-    if (days > 0 and micros > 0) or (days < 0 and micros < 0):
-        whole = _trunc(days, 30)
-        days -= whole * 30
-        months += whole
-    whole = _trunc(micros, USEC_PER_DAY)
-    micros -= whole * USEC_PER_DAY
-    days += whole
-    whole = _trunc(days, 30)
-    days -= whole * 30
-    months += whole
-    if months > 0 and (days < 0 or (days == 0 and micros < 0)):
-        days, months = days + 30, months - 1
-    elif months < 0 and (days > 0 or (days == 0 and micros > 0)):
-        days, months = days - 30, months + 1
-    if days > 0 and micros < 0:
-        micros, days = micros + USEC_PER_DAY, days - 1
-    elif days < 0 and micros > 0:
-        micros, days = micros - USEC_PER_DAY, days + 1
-    return _checked(months, days, micros)
-
-
-_EXTRACT_UNITS = {**{k: v for k, v in _DELTA.items() if v not in ("ago", "ignore")}, "epoch": "epoch"}
-
-
-def extract(unit: str, v: PgInterval) -> tuple[int, int]:
-    """EXTRACT(unit FROM interval) as PostgreSQL's interval_part_common: (value, scale),
-    the numeric value * 10^-scale (date_part is its double)."""
-    low = unit.lower()
-    name = _EXTRACT_UNITS.get(low[:10]) if low != "epoch" else "epoch"
-    if name is None:
-        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'unit "{low}" not recognized for type interval')
-    year, mon = _trunc(v.months, 12), v.months - _trunc(v.months, 12) * 12
-    t = v.micros
-    hour = _trunc(t, _US_HOUR)
-    t -= hour * _US_HOUR
-    minute = _trunc(t, _US_MIN)
-    t -= minute * _US_MIN  # seconds and their fraction, in microseconds
-    if name == "epoch":
-        secs = (1461 * _trunc(v.months, 12) + 120 * (v.months - _trunc(v.months, 12) * 12) + 4 * v.days) * 21600
-        return secs * 1_000_000 + v.micros, 6
-    results = {"microsecond": (t, 0), "millisecond": (t, 3), "second": (t, 6), "minute": (minute, 0),
-               "hour": (hour, 0), "day": (v.days, 0), "month": (mon, 0), "quarter": (_trunc(mon, 3) + 1, 0),
-               "year": (year, 0), "decade": (_trunc(year, 10), 0), "century": (_trunc(year, 100), 0),
-               "millennium": (_trunc(year, 1000), 0)}
-    if name not in results:
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f'unit "{low}" not supported for type interval')
-    return results[name]
-
-
-def date_part(unit: str, v: PgInterval) -> float:
-    """date_part(text, interval): extract's value as PostgreSQL computes it in doubles."""
-    value, scale = extract(unit, v)
-    if unit.lower() == "epoch":
-        r = v.micros / 1000000.0
-        r += (365.25 * 86400) * _trunc(v.months, 12)
-        r += (30.0 * 86400) * (v.months - _trunc(v.months, 12) * 12)
-        r += 86400.0 * v.days
-        return r
-    if scale == 6:  # second: tm_sec + fsec / 1000000.0
-        return float(_trunc(value, 1_000_000)) + (value - _trunc(value, 1_000_000) * 1_000_000) / 1000000.0
-    if scale == 3:  # millisecond: tm_sec * 1000.0 + fsec / 1000.0
-        return _trunc(value, 1_000_000) * 1000.0 + (value - _trunc(value, 1_000_000) * 1_000_000) / 1000.0
-    return float(value)

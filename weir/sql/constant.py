@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.codec import interval as cinterval
+from weir.codec import interval_math as cinterval_math
 from weir.codec import numeric_math as nm
 from weir.errors import SqlState, WeirError
 from weir.sql.render import (
@@ -105,7 +106,7 @@ def _eval(e: exp.Expression) -> Value:
     if isinstance(e, exp.Neg):
         v, t = _eval(e.this)
         if t.oid == T.INTERVAL.oid:
-            return (None if v is None else cinterval.neg(v)), t
+            return (None if v is None else cinterval_math.neg(v)), t
         return (None if v is None else _check(-v, t)), t
     if isinstance(e, exp.Cast) and isinstance(e.this, exp.Array):
         t = pg_type_of_datatype(e.to)
@@ -236,7 +237,7 @@ def _interval_arith(e: exp.Binary, a: Any, ta: PgType, b: Any, tb: PgType) -> Va
     if both and isinstance(e, (exp.Add, exp.Sub)):
         if a is None or b is None:
             return None, T.INTERVAL
-        return (cinterval.add(a, b) if isinstance(e, exp.Add) else cinterval.add(a, cinterval.neg(b))), T.INTERVAL
+        return (cinterval_math.add(a, b) if isinstance(e, exp.Add) else cinterval_math.add(a, cinterval_math.neg(b))), T.INTERVAL
     number = tb if ta.oid == T.INTERVAL.oid else ta
     if both or number.oid not in _RANK or not (
             isinstance(e, exp.Mul) or (isinstance(e, exp.Div) and ta.oid == T.INTERVAL.oid)):
@@ -246,8 +247,8 @@ def _interval_arith(e: exp.Binary, a: Any, ta: PgType, b: Any, tb: PgType) -> Va
     span, factor = (a, b) if ta.oid == T.INTERVAL.oid else (b, a)
     factor = float(factor)  # PostgreSQL's interval * float8 (a numeric is cast to one)
     if isinstance(e, exp.Mul):
-        return cinterval.mul(span, factor), T.INTERVAL
-    return cinterval.div(span, factor), T.INTERVAL
+        return cinterval_math.mul(span, factor), T.INTERVAL
+    return cinterval_math.div(span, factor), T.INTERVAL
 
 
 def _justify(e: exp.Expression) -> Value:
@@ -256,8 +257,8 @@ def _justify(e: exp.Expression) -> Value:
         raise NotConstant
     if v is None:
         return None, T.INTERVAL
-    fn = {exp.JustifyDays: cinterval.justify_days, exp.JustifyHours: cinterval.justify_hours,
-          exp.JustifyInterval: cinterval.justify_interval}[type(e)]
+    fn = {exp.JustifyDays: cinterval_math.justify_days, exp.JustifyHours: cinterval_math.justify_hours,
+          exp.JustifyInterval: cinterval_math.justify_interval}[type(e)]
     return fn(v), T.INTERVAL
 
 
@@ -270,10 +271,10 @@ def _extract(e: exp.Extract) -> Value:
     rt = T.NUMERIC if numeric else T.FLOAT8
     if v is None:
         return None, rt
-    value, scale = cinterval.extract(e.this.name, v)
+    value, scale = cinterval_math.extract(e.this.name, v)
     if numeric:
         return decimal.Decimal(value).scaleb(-scale), rt
-    return cinterval.date_part(e.this.name, v), rt
+    return cinterval_math.date_part(e.this.name, v), rt
 
 
 def _arith(e: exp.Binary) -> Value:
