@@ -33,6 +33,7 @@ from weir.sql.render import (
     pg_type_of_datatype,
     session_value_sql,
     to_spark,
+    unfold_typed_literals,
     uses_session,
 )
 from weir.sql.resolve import RelationDesc, Resolved, Resolver, column_type_fn, resolve
@@ -227,7 +228,8 @@ def _spark_plan(expr: exp.Expression, types: list[PgType], resolver: Resolver, *
     names = name_outputs(resolved.expr)
     body, calls = mark_session_functions(resolved.expr)
     template = SparkTemplate(to_spark(body), types, calls, bare)
-    return SparkPlan(resolved.inputs, resolved.depends_on, names, template, resolved.qualified, jsonb_columns,
+    qualified = unfold_typed_literals(resolved.qualified) if resolved.qualified is not None else None
+    return SparkPlan(resolved.inputs, resolved.depends_on, names, template, qualified, jsonb_columns,
                      resolved.unions)
 
 

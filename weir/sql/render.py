@@ -423,6 +423,17 @@ def _weir_type(d: exp.DataType) -> bool:
     return d.this in (exp.DataType.Type.USERDEFINED, exp.DataType.Type.NAME) or isinstance(d.this, str)
 
 
+def unfold_typed_literals(expr: exp.Expression) -> exp.Expression:
+    """`expr` with each folded literal as it was written ('1 month'::interval, not the Spark
+    calendar call it runs as): what a view's stored definition must say, since it is
+    planned again, by PostgreSQL's rules, wherever it is read."""
+    def visit(node: exp.Expression) -> exp.Expression:
+        source = node.meta.get("weir_source")
+        return source.copy() if isinstance(source, exp.Expression) else node
+
+    return expr.transform(visit)
+
+
 def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
     """'text'::type becomes a literal parsed the PostgreSQL way ('{a,b}'::text[],
     '1 day'::interval, '\\x01'::bytea, dates ...), which Spark's casts do not all accept."""
@@ -442,6 +453,7 @@ def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
                 return node
             folded = fold(node, target)
             folded.meta["weir_folded"] = True  # a constant still, for the names of casts around it
+            folded.meta["weir_source"] = node.copy()  # what a stored definition keeps (unfold)
             if isinstance(node.parent, exp.Select) and node.arg_key == "expressions":
                 return exp.alias_(folded, output_name(node))  # a result column keeps its name ('bytea')
             return folded

@@ -13,6 +13,7 @@ from sqlglot import exp
 from weir.errors import SqlState, WeirError
 from weir.sql.infer import COLUMNS_META
 from weir.sql.joins import replace_table
+from weir.sql.render import fold_typed_literals
 from weir.types import PgType
 
 
@@ -147,7 +148,9 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
         out.depends_on[desc.id] = desc
         alias = table.alias or parts[-1]
         if desc.view_sql is not None:
-            inner = resolve(sqlglot.parse_one(desc.view_sql, read="postgres"), resolver, _depth=_depth + 1)
+            # stored as written: its typed literals folded here, as the query's own were
+            body = fold_typed_literals(sqlglot.parse_one(desc.view_sql, read="postgres"))
+            inner = resolve(body, resolver, _depth=_depth + 1)
             out.inputs.update(inner.inputs)
             out.unions |= inner.unions | ({desc.name} if desc.volatile else set())
             # the view's columns are named as the catalog has them ('?column?' for a + b):
