@@ -93,6 +93,45 @@ def exp(d: Decimal) -> Decimal:
     return _round(_CTX.exp(d), rscale)
 
 
+_INT32 = 2**31
+
+
+def power(base: Decimal, e: Decimal) -> Decimal:
+    """PostgreSQL 15's numeric power (numeric_power / power_var): an integral exponent that
+    fits an int32 gives the exact power at scale max(16, base's scale); any other is
+    exp(e * ln(base)) at 16 significant digits (or the inputs' scales, if larger)."""
+    if base == 0 and e < 0:
+        raise WeirError("2201F", "zero raised to a negative power is undefined")
+    integral = e == e.to_integral_value()
+    if base < 0 and not integral:
+        raise WeirError("2201F", "a negative number raised to a non-integer power yields a complex result")
+    if integral and -_INT32 <= e < _INT32:
+        n = int(e)
+        rscale = min(max(_MIN_SIG_DIGITS, dscale(base), 0), _MAX_SCALE)
+        if base == 0 or n == 0:
+            return _round(Decimal(1) if n == 0 else Decimal(0), rscale)
+        weight = n * math.log10(abs(float(base))) if abs(base) < Decimal("1e300") \
+            else n * float(abs(base).log10(_CTX))
+        if weight > 1000:
+            raise WeirError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+        if weight + 1 < -rscale:
+            return _round(Decimal(0), rscale)
+        return _round(_CTX.power(base, n), rscale)
+    if base == 0:
+        return _round(Decimal(0), _MIN_SIG_DIGITS)
+    negative = base < 0 and int(e) % 2 == 1
+    product = _CTX.multiply(_CTX.ln(abs(base)), e)
+    val = float(product)
+    if abs(val) > 1000 * 3.01:
+        if val > 0:
+            raise WeirError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+        return _round(Decimal(0), 1000)
+    val *= 0.434294481903252
+    rscale = min(max(_MIN_SIG_DIGITS - int(val), dscale(base), dscale(e), 0), _MAX_SCALE)
+    result = _round(_CTX.exp(product), rscale)
+    return -result if negative and result else result
+
+
 FLOAT4_DIGITS, FLOAT8_DIGITS = 6, 15  # FLT_DIG, DBL_DIG
 
 
@@ -109,7 +148,7 @@ def from_float(d: Decimal, digits: int) -> Decimal:
 
 # operation name (of the replica's UDF weir_numeric) -> function
 OPERATIONS = {
-    "div": div, "ln": ln, "sqrt": sqrt, "exp": exp,
+    "div": div, "ln": ln, "sqrt": sqrt, "exp": exp, "power": power,
     "float4": lambda d: from_float(d, FLOAT4_DIGITS), "float8": lambda d: from_float(d, FLOAT8_DIGITS),
     "log": lambda *a: log(*a) if len(a) == 2 else log(Decimal(10), a[0]),
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from weir import types as T
+from weir.errors import SqlState, WeirError
 from weir.sql import infer
 from weir.sql.infer import Types
 from weir.sql.translate import epoch_millis as _epoch_millis
@@ -98,17 +99,46 @@ def quantifier(right: exp.Expression) -> exp.Any | exp.All | None:
 
 def pattern_match(node: exp.Expression, types: Types) -> exp.Expression:
     """`x LIKE ANY (array)` and the other pattern operators with ANY / ALL: each element is
-    a pattern (Spark would read the array as one pattern and fail)."""
+    a pattern (Spark would read the array as one pattern and fail); of a subquery, each
+    row's value, with the three-valued answer of the array's (Spark has no LIKE ANY
+    (subquery), and an EXISTS rewrite would lose the NULL answers)."""
     right = quantifier(node.expression)
     if right is None:
         return node
     array = right.this.this if isinstance(right.this, exp.Paren) else right.this
-    if isinstance(array, (exp.Subquery, exp.Query)):
-        raise _refuse(f"pattern matching with {'ANY' if isinstance(right, exp.Any) else 'ALL'} (subquery)")
     element = node.copy()
     element.set("expression", exp.column("_weir_e"))
+    if isinstance(array, (exp.Subquery, exp.Query)):
+        return _pattern_subquery(node, right, array)
     fn = "exists" if isinstance(right, exp.Any) else "forall"
     return _spark(f"{fn}({{a}}, _weir_e -> {{p}})", a=array, p=element)
+
+
+def _pattern_subquery(node: exp.Expression, right: exp.Expression, query: exp.Expression) -> exp.Expression:
+    """`x LIKE ANY (subquery)`: true if some row's pattern matches, else NULL if some
+    match is NULL (x or a pattern NULL), else false (no rows: false); ALL: false if some
+    row's does not match, else NULL if some match is NULL, else true. Two EXISTS over the
+    subquery's rows (Spark has no LIKE ANY (subquery), nor a subquery inside exists())."""
+    inner = query.this if isinstance(query, exp.Subquery) else query
+    first = inner
+    while isinstance(first, exp.SetOperation):
+        first = first.this
+    if isinstance(first, exp.Select) and len(first.selects) > 1:
+        raise WeirError(SqlState.SYNTAX_ERROR, "subquery has too many columns")
+
+    def rows_where(condition: exp.Expression) -> exp.Expression:
+        rows = exp.Subquery(this=inner.copy(), alias=exp.TableAlias(this=exp.to_identifier("_weir_q"),
+                                                                     columns=[exp.to_identifier("_weir_p")]))
+        return exp.Exists(this=exp.select("1").from_(rows).where(condition))
+
+    match = node.copy()
+    match.set("expression", exp.column("_weir_p", table="_weir_q"))
+    unknown = rows_where(exp.Is(this=exp.Paren(this=match.copy()), expression=exp.Null()))
+    if isinstance(right, exp.Any):
+        return _spark("CASE WHEN {hit} THEN true WHEN {unknown} THEN NULL ELSE false END",
+                      hit=rows_where(match), unknown=unknown)
+    return _spark("CASE WHEN {miss} THEN false WHEN {unknown} THEN NULL ELSE true END",
+                  miss=rows_where(exp.Not(this=exp.Paren(this=match.copy()))), unknown=unknown)
 
 
 def _in_where_conjunct(node: exp.Expression) -> bool:

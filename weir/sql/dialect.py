@@ -9,6 +9,7 @@ import re
 
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
+from sqlglot.helper import seq_get
 from sqlglot.tokens import TokenType
 
 from weir.errors import SqlState, WeirError
@@ -44,6 +45,9 @@ class Weir(Postgres):
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
                      "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
                      "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp,
+                     # date_bin(stride, source, origin): sqlglot reads the origin as a unit (a Var)
+                     "DATE_BIN": lambda args: exp.DateBin(this=seq_get(args, 0), expression=seq_get(args, 1),
+                                                          origin=seq_get(args, 2)),
                      # ROW(a, b) is the row constructor (a, b), not a function named row
                      "ROW": lambda args: exp.Tuple(expressions=args)}
 

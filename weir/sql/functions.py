@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
 from weir.sql import (
+    array_functions,
     calendar,
     comparisons,
     interval_text,
@@ -251,6 +252,8 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
             return set_returning.generate_subscripts(node, types)
         if name in jsonb.FUNCTIONS:
             return jsonb.FUNCTIONS[name](node, types)
+        if name in array_functions.FUNCTIONS:
+            return array_functions.FUNCTIONS[name](node, types)
         if name in _KNOWN_PG:
             raise not_supported(f"function {name}")
         raise does_not_exist(name, node, types)
@@ -296,3 +299,9 @@ for _node in (exp.DPipe, exp.Concat):
     _HANDLERS[_node] = pg_text.text_operands(_HANDLERS[_node])
 _HANDLERS.update(statistics.HANDLERS)  # var_pop, var_samp, stddev*: exact sums for integral doubles
 _HANDLERS.update(regex.HANDLERS)  # ~, ~*, regexp_like, substring(s FROM pattern): Java patterns
+# array_position(s), array_remove, array_replace, date_bin; @>, <@ and && of arrays (jsonb's are jsonb's)
+_HANDLERS.update(array_functions.HANDLERS)
+for _node in (exp.ArrayContainsAll, exp.ArrayContainedBy):
+    _HANDLERS[_node] = (lambda jsonb_handler: lambda n, t: array_functions.containment(n, t)
+                        if array_functions.is_array_operand(n, t) else jsonb_handler(n, t))(_HANDLERS[_node])
+_HANDLERS[exp.ArrayOverlaps] = array_functions.containment

@@ -337,6 +337,9 @@ class Types:
             return T.INT4
         if isinstance(e, exp.ArrayConcat):
             return arg
+        if isinstance(e, (exp.ArrayPosition, exp.ArrayRemove, exp.DateBin)) or (
+                isinstance(e, exp.Anonymous) and e.name.lower() in ("array_positions", "array_replace")):
+            return self._array_search(e)
         if isinstance(e, exp.CurrentDate):
             return T.DATE
         if isinstance(e, exp.CurrentTimestamp):
@@ -350,6 +353,33 @@ class Types:
         if isinstance(e, exp.JSONBObjectAgg):
             return T.JSONB
         return None
+
+
+    def _array_search(self, e: exp.Expression) -> PgType | None:
+        """array_position(s) are integers; array_remove / array_replace keep the array, its
+        elements of the type common with the values (int[] with a numeric is numeric[]);
+        date_bin is of its source's type (weir.sql.array_functions)."""
+        if isinstance(e, exp.ArrayPosition):
+            return T.INT4
+        if isinstance(e, exp.DateBin):
+            return self.of(e.expression)
+        if e.name.lower() == "array_positions":
+            return T.array_of(T.INT4)
+        args = [e.this, e.expression] if isinstance(e, exp.ArrayRemove) else list(e.expressions)
+        t = self.of(args[0]) if args else None
+        if t is None and args and isinstance(args[0], exp.Array) and args[0].expressions and all(
+                isinstance(a, exp.Null) or isinstance(a, exp.Literal) and a.is_string for a in args[0].expressions):
+            t = T.TEXT_ARRAY  # ARRAY['a', NULL]
+        if t is None or not t.is_array or t.element is None:
+            return t
+        if t.element.oid == T.UNKNOWN.oid:  # ARRAY['a']: text[]
+            t = T.TEXT_ARRAY
+        common: PgType = t.element
+        for v in args[1:]:
+            vt = self.of(v)
+            if vt is not None and not vt.is_array and vt.oid != T.UNKNOWN.oid:
+                common = promote(common, vt) or common
+        return t if common.oid == t.element.oid else T.array_of(common)
 
 
 def _cte(node: exp.Expression, name: str) -> exp.CTE | None:

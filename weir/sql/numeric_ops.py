@@ -1,6 +1,6 @@
 """Arithmetic Spark cannot do as PostgreSQL does. numeric division and avg (PostgreSQL's
 result scale gives at least 16 significant digits; Spark's decimal division keeps as few
-as 6 fractional digits, 1/3000000 is 0), and ln, log, exp and sqrt of numeric arguments
+as 6 fractional digits, 1/3000000 is 0), and ln, log, exp, sqrt and power of numeric arguments
 (Spark has them only in doubles), run by the replica's UDF `weir_numeric`
 (weir.codec.numeric_math); results are weir's numeric, DECIMAL(38,10): PostgreSQL's value
 rounded to 10 fractional digits. Rounding: round, ceil, floor and trunc keep double
@@ -160,6 +160,6 @@ def float_cast(previous: Handler) -> Handler:
 HANDLERS: dict[type, Handler] = {
     exp.Div: division, exp.Avg: avg, exp.Window: avg_in, exp.Filter: avg_in,
     exp.Ln: _math("ln", tr.ln), exp.Log: _math("log", tr.log), exp.Exp: _math("exp", tr.exp_),
-    exp.Sqrt: _math("sqrt", tr.sqrt), exp.Trunc: trunc, exp.Round: round_, exp.Ceil: ceil_floor,
+    exp.Sqrt: _math("sqrt", tr.sqrt), exp.Pow: _math("power", tr.power), exp.Trunc: trunc, exp.Round: round_, exp.Ceil: ceil_floor,
     exp.Floor: ceil_floor,
 }
