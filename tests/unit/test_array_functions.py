@@ -8,6 +8,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+import sqlglot
+from sqlglot import exp
 
 from weir.codec.numeric_math import power
 from weir.errors import WeirError
@@ -101,3 +103,12 @@ def test_date_bin_stride_errors_are_raised_where_postgres_raises_them(stride: st
 def test_like_any_subquery_is_two_exists() -> None:
     sql = _spark("SELECT 'a' LIKE ANY (SELECT 'b'), 'a' NOT ILIKE ALL (SELECT 'b')")
     assert sql.count("EXISTS(") == 4
+
+
+def test_date_bin_origin_survives_a_stored_view_definition() -> None:
+    """A view's definition is stored as PostgreSQL text and read back with sqlglot's own
+    PostgreSQL dialect, which would read a bare origin as a unit: it is stored in parentheses."""
+    stored = parse_one("SELECT date_bin('15 minutes', ts, o) FROM t").expr.sql(dialect="postgres")
+    assert "(o)" in stored
+    origin = sqlglot.parse_one(stored, read="postgres").expressions[0].args["unit"]
+    assert isinstance(origin, exp.Paren) and isinstance(origin.this, exp.Column) and origin.this.name == "o"

@@ -198,10 +198,14 @@ def _stride_literal(stride: exp.Expression) -> str | None:
 
 def date_bin(node: exp.Expression, types: Types) -> exp.Expression:
     """date_bin(stride, source, origin) of timestamps (or of timestamptzs)."""
-    stride, source, origin = node.this, node.expression, node.args.get("origin")
+    stride, source, origin = node.this, node.expression, node.args.get("unit")
     st, ot = types.of(source), types.of(origin) if origin is not None else None
     if origin is None:
         raise _undefined("date_bin", types.of(stride), st)
+    if not isinstance(origin, exp.Paren):  # weir.sql.dialect reads the origin in parentheses
+        raise refuse("function date_bin with this origin")
+    while isinstance(origin, exp.Paren):
+        origin = origin.this
     if isinstance(source, exp.Null) or isinstance(origin, exp.Null) or isinstance(stride, exp.Null):
         return exp.Cast(this=exp.Null(), to=exp.DataType.build(
             "TIMESTAMP_LTZ" if T.TIMESTAMPTZ.oid in (getattr(st, "oid", None), getattr(ot, "oid", None))

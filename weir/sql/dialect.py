@@ -45,9 +45,7 @@ class Weir(Postgres):
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
                      "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
                      "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp,
-                     # date_bin(stride, source, origin): sqlglot reads the origin as a unit (a Var)
-                     "DATE_BIN": lambda args: exp.DateBin(this=seq_get(args, 0), expression=seq_get(args, 1),
-                                                          origin=seq_get(args, 2)),
+                     "DATE_BIN": lambda args: _date_bin(args),  # origin in parentheses (below)
                      # ROW(a, b) is the row constructor (a, b), not a function named row
                      "ROW": lambda args: exp.Tuple(expressions=args)}
 
@@ -198,6 +196,16 @@ def _literal_typmod(node: exp.Expression) -> exp.Expression:
 def _oid_array(node: exp.Expression | None) -> bool:
     return isinstance(node, exp.DataType) and node.this == exp.DataType.Type.ARRAY \
         and bool(node.expressions) and isinstance(node.expressions[0], exp.ObjectIdentifier)
+
+
+def _date_bin(args: list) -> exp.Expression:
+    """date_bin(stride, source, origin): sqlglot reads the origin as a unit (a column `o`
+    becomes the Var `O`); in parentheses it stays an expression, also when a stored view
+    definition (`DATE_BIN(s, t, (o))`) is read back with sqlglot's own PostgreSQL dialect."""
+    origin = seq_get(args, 2)
+    if origin is not None and not isinstance(origin, exp.Paren):
+        origin = exp.Paren(this=origin)
+    return exp.DateBin(this=seq_get(args, 0), expression=seq_get(args, 1), unit=origin)
 
 
 def _written_name(name: str, node: exp.Expression) -> str:
