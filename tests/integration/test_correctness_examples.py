@@ -162,6 +162,8 @@ SAME += [
     "a && ARRAY[NULL, 1], a && ARRAY[]::int[], ARRAY[]::int[] <@ a, t @> ARRAY['a'], f @> ARRAY['NaN'::float8], "
     "f && ARRAY[0::float8], a @> a, a && a, a @> NULL FROM r2_arr",
     "SELECT id FROM r2_arr WHERE a @> ARRAY[1] OR t && ARRAY['b']",
+    "SELECT id, a @> '{1}', '{1,NULL}' <@ a, a && '{}', t @> '{a,\"\"}', ARRAY['a'] <@ '{a,b}', "
+    "'{1,2}' && ARRAY[2.0] FROM r2_arr",
     "SELECT array_position(ARRAY[1, NULL, 3, 1], 1, 2), array_position(ARRAY[1, NULL, 3], NULL), "
     "array_positions(ARRAY[1, NULL, 1], 1)::text, array_remove(ARRAY[1, NULL, 2, NULL], NULL)::text, "
     "array_replace(ARRAY[1, NULL, 2], NULL, 9)::text, array_remove(NULL::int[], 1), array_position(NULL::int[], 1), "
@@ -209,6 +211,8 @@ SAME_ERROR = [
     "SELECT id, array_position(a, 1, NULL::int) FROM r2_arr",
     "SELECT array_position(ARRAY[1, 2], 1, NULL)",
     "SELECT a @> ARRAY[1::bigint] FROM r2_arr",
+    "SELECT a @> '{x}' FROM r2_arr",
+    "SELECT ARRAY[1] && '{1'",
     "SELECT date_bin('1 month', ts, TIMESTAMP '2001-01-01') FROM r2_bin",
     "SELECT date_bin('0 min', ts, o) FROM r2_bin",
     "SELECT date_bin(-st, ts, o) FROM r2_bin",

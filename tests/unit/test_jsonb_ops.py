@@ -213,7 +213,7 @@ def test_translations() -> None:
     ("SELECT s -> 'a' FROM t", "42883"),
     ("SELECT jsonb_build_object('a') FROM t", "22023"),
     ("SELECT to_jsonb('x') FROM t", "42804"),
-    ("SELECT a @> '{1}' FROM t", "0A000"),  # arrays' @> of a text literal: not jsonb's (nor yet read as an array)
+    ("SELECT a @> i FROM t", "42883"),  # arrays' @> is not jsonb's: text[] @> integer does not exist
     ("SELECT j > j FROM t", "0A000"),
     ("SELECT jsonb_agg(DISTINCT j) FROM t", "0A000"),
 ])

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from weir import codec
 from weir import types as T
 from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError
 from weir.sql import infer
 from weir.sql.infer import Types
+from weir.sql.literals import literal
 from weir.sql.translate import raise_sql, refuse, spark_template
 
 # element types whose Spark `<=>` / `=` is PostgreSQL's equality, by category
@@ -155,6 +157,12 @@ def containment(node: exp.Expression, types: Types) -> exp.Expression:
         other = b if isinstance(left, exp.Null) else a
         if other is not None and other.is_array:
             return exp.Cast(this=exp.Null(), to=exp.DataType.build("BOOLEAN"))
+    if _text_literal(left) and _searchable(b) is not None:
+        a = b = _searchable(b)  # ARRAY[1] @> '{1}': the literal is read as the other's type
+        left = _array_literal(left, a)  # type: ignore[arg-type]
+    if _text_literal(right) and _searchable(a) is not None:
+        a = b = _searchable(a)
+        right = _array_literal(right, b)  # type: ignore[arg-type]
     for t in (a, b):
         if t is None or t.oid == T.UNKNOWN.oid:
             raise refuse(f"operator {op} with an operand of unknown type (write ARRAY[...] or cast it)")
@@ -180,6 +188,22 @@ def containment(node: exp.Expression, types: Types) -> exp.Expression:
         test = "forall({b}, _weir_ax -> _weir_ax IS NOT NULL AND exists({a}, _weir_ay -> _weir_ay <=> _weir_ax))"
     return spark_template(f"CASE WHEN {{a}} IS NULL OR {{b}} IS NULL THEN NULL ELSE {test} END",
                           a=left, b=right)
+
+
+def _searchable(t: T.PgType | None) -> T.PgType | None:
+    """An array type whose elements compare in Spark as in PostgreSQL (text[] for ARRAY['a'])."""
+    if _unknown_elements(t):
+        return T.TEXT_ARRAY
+    return t if t is not None and t.is_array and t.element is not None and t.element.oid in _CATEGORY else None
+
+
+def _text_literal(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Literal) and node.is_string
+
+
+def _array_literal(node: exp.Expression, t: T.PgType) -> exp.Expression:
+    """'{1,NULL}' as an array of type t, read as PostgreSQL's array_in reads it (22P02 as its)."""
+    return literal(codec.decode_text(node.this.encode(), t), t)
 
 
 def _unknown_elements(t: T.PgType | None) -> bool:
