@@ -321,3 +321,14 @@ def test_record_columns_are_refused_not_sent_as_json(both, sql: str) -> None:  #
 def test_same_error_as_postgres(both, sql: str) -> None:  # noqa: ANN001
     got = errors(both, sql)
     assert got[0] == got[1]
+
+
+def test_catalog_answers_as_postgres(both) -> None:  # noqa: ANN001
+    """pg_get_viewdef of a name that is no relation fails (42P01), as the regclass it is
+    in PostgreSQL (weir answered NULL); DROP folds an unquoted name to lower case."""
+    w, p = both
+    assert errors((w, p), "SELECT pg_get_viewdef('r2_nope')") == [
+        ("42P01", 'relation "r2_nope" does not exist')] * 2
+    for conn in (w, p):
+        conn.execute("CREATE TABLE R2_Upper (a int)")
+        conn.execute("DROP TABLE R2_UPPER")

@@ -73,3 +73,13 @@ def test_explain_refuses_unknown_options_naming_the_valid_ones() -> None:
         parse_statement("EXPLAIN PHYSICAL PLAN WITH (node_ids, arity) FOR SELECT 1")
     assert e.value.sqlstate == SqlState.INVALID_PARAMETER_VALUE and "arity" in e.value.message
     assert e.value.hint is not None and "node_ids" in e.value.hint
+
+
+def test_drop_and_create_schema_fold_unquoted_names() -> None:
+    """DROP TABLE BOOLTBL1 drops booltbl1, as PostgreSQL folds unquoted names (it said
+    unknown catalog item 'BOOLTBL1'); quoted names keep their case."""
+    from weir.sql.parse import parse_one
+
+    drop = parse_one('DROP TABLE BOOLTBL1, "Ab".X')
+    assert drop.names == [["booltbl1"], ["Ab", "x"]]  # type: ignore[attr-defined]
+    assert parse_one("CREATE SCHEMA Foo").name == ["foo"]  # type: ignore[attr-defined]

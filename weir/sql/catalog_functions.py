@@ -535,8 +535,8 @@ def _call(node: exp.Anonymous, is_text: _IsText, is_vector: _IsText) -> exp.Expr
         return _fill(indexdef_sql(len(args)), args)
     if name == "pg_get_viewdef" and len(args) in (1, 2):
         view = args[0]
-        if isinstance(view, exp.Literal) and view.is_string:
-            view = _relation_oid(view.this)
+        if isinstance(view, exp.Literal) and view.is_string:  # a regclass: 42P01 when it names nothing
+            view = _reg_literal(view.this, "regclass")
         return _fill(_TEMPLATES[("pg_get_viewdef", 1)], [view])
     if name == "pg_get_function_result" and len(args) == 1:
         return _fill(_TEMPLATES[(name, 1)].replace("{F}", format_type_sql("weir_p.prorettype", None)), args)

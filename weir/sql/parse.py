@@ -267,7 +267,7 @@ def _classify(text: str, expr: exp.Expression) -> st.Statement:
         if kind == "VIEW" and not expr.args.get("materialized"):
             return st.CreateView(text, expr)
         if kind == "SCHEMA":
-            return st.CreateSchema(text, [p.name for p in expr.this.parts] if expr.this else [],
+            return st.CreateSchema(text, [_folded(p) for p in expr.this.parts] if expr.this else [],
                                    bool(expr.args.get("exists")))
         if kind == "DATABASE":
             return st.CreateDatabase(text, expr.this.name, bool(expr.args.get("exists")))
@@ -277,7 +277,7 @@ def _classify(text: str, expr: exp.Expression) -> st.Statement:
         if kind not in ("table", "view", "schema", "database"):
             raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"DROP {kind.upper()} not yet supported")
         tables = expr.args.get("tables") or ([expr.this] if expr.this is not None else [])
-        names = [[p.name for p in t.parts] for t in tables]
+        names = [[_folded(p) for p in t.parts] for t in tables]
         return st.Drop(text, kind, names, bool(expr.args.get("exists")), bool(expr.args.get("cascade")))
     if isinstance(expr, exp.Copy):
         return _copy(text, expr)
@@ -488,3 +488,10 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         return {"CREATE": parse_durable.parse_create, "ALTER": parse_durable.parse_alter,
                 "ACKNOWLEDGE": parse_durable.parse_acknowledge}[head](text)
     return None
+
+
+def _folded(part: exp.Expression) -> str:
+    """A name part as PostgreSQL reads it: unquoted names fold to lower case
+    (DROP TABLE BOOLTBL1 drops booltbl1)."""
+    quoted = isinstance(part, exp.Identifier) and part.quoted
+    return part.name if quoted else part.name.lower()
