@@ -88,6 +88,8 @@ SAME = [
     "SELECT f::numeric, d::numeric, f::numeric(10, 2), d::numeric(30, 3) FROM r2_f",
     "SELECT 1234565::float4::numeric, 1.2345678::float4::numeric, 0.1::float8::numeric",
     TYPES_AS_TEXT,
+    # date ± interval is a timestamp without time zone (Spark made it one with a zone)
+    "SELECT d + INTERVAL '1 day', d - INTERVAL '2 hours', INTERVAL '3 days' + d FROM r2_types",
     "SELECT ROW(a, b)::text, ROW(a)::text, ROW(a, 'x y', NULL)::text FROM r2_t",
     "SELECT ts::varchar(13), 'x' || (1, by), concat(a, 'y'), ARRAY[by]::text, ARRAY[ts]::text FROM r2_types",
     # column names Parquet cannot hold as they are (pyiceberg writes them sanitized)

@@ -70,12 +70,14 @@ def check_use(node: exp.Expression, types: Types) -> exp.Expression:
 
 
 def arith(node: exp.Expression, types: Types) -> exp.Expression:
-    """`date ± calendar interval` is a timestamp in PostgreSQL: the date is cast to one
-    first (Spark would add to the date and keep a date)."""
+    """`date ± interval` is a timestamp (without time zone) in PostgreSQL: the date is cast
+    to one first (Spark would add a calendar interval to the date and keep a date, and a
+    day-time interval to its own cast of the date to a timestamp with time zone)."""
     if not isinstance(node, (exp.Add, exp.Sub)):
         return node
     for key, other_key in (("this", "expression"), ("expression", "this")):
-        if is_calendar(node.args[key]) and infer.is_date(types.of(node.args[other_key])):
+        interval = is_calendar(node.args[key]) or infer.is_interval(types.of(node.args[key]))
+        if interval and infer.is_date(types.of(node.args[other_key])):
             node.set(other_key, exp.Cast(this=node.args[other_key],
                                          to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark")))
     return node
