@@ -1,7 +1,10 @@
 """Rough cost of interval representations on Spark: long micros (today), struct<months,days,micros>,
 struct led by a span key. Rows: N; queries: sum, group by equality (span), order by."""
-import time, sys
+import sys
+import time
+
 from pyspark.sql import SparkSession
+
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 2_000_000
 spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
          .config("spark.sql.shuffle.partitions", "2").getOrCreate())
