@@ -1,18 +1,34 @@
 """A seeded generator of PostgreSQL queries over tests/differential/schema.py's tables.
 
 Own generator rather than hypothesis: the differential run wants thousands of distinct,
-reproducible queries per seed, grouped for batching, not shrinking. Every query aliases its
-outputs c0, c1, ... so batches can wrap it; `ordered` is true only when its ORDER BY fully
-determines the order of its rows (it ends with a unique key)."""
+reproducible queries per seed, grouped for batching, not shrinking. Outputs are aliased c0,
+c1, ... or left unnamed (`?column?`, as often twice in one SELECT: PostgreSQL allows it; the
+runner names them by position); `ordered` is true only when its ORDER BY fully determines
+the order of its rows (it ends with a unique key). Relations are tables, and VALUES lists
+with column alias lists wherever a relation may stand."""
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 from tests.differential.schema import EMPTY, NULLS, T1, T2, T3, Table
 
 JOINABLE = (T1, T2, T3)
+# a VALUES list as a relation, `(VALUES ...) AS a7(id, i, s)`, joined like t3
+VALS = Table("(VALUES (1, 1, 'a'), (2, NULL, 'b c'), (3, 2, NULL), (4, 6, ''))",
+             (("id", "int"), ("i", "int"), ("s", "text")), ())
+
+
+_PLAIN = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?\Z")
+
+
+def relation(t: Table, alias: str) -> str:
+    """`t AS alias`, or for VALUES the list with its column names."""
+    if t is VALS:
+        return f"{t.name} AS {alias}({', '.join(c for c, _ in t.columns)})"
+    return f"{t.name} AS {alias}"
 
 
 @dataclass(frozen=True)
@@ -47,7 +63,10 @@ class Generator:
         return self.r.choice(self._cols(t, "int", "bigint"))
 
     def _select(self, exprs: list[str]) -> str:
-        return ", ".join(f"{e} AS c{i}" for i, e in enumerate(exprs))
+        """Each output aliased c<i>, or (one time in four, if it is not a plain column,
+        whose name would be its own) left unnamed."""
+        return ", ".join(e if not _PLAIN.match(e) and self.r.random() < 0.25 else f"{e} AS c{i}"
+                         for i, e in enumerate(exprs))
 
     def _pred(self, alias: str, t: Table) -> str:
         r = self.r
@@ -69,9 +88,9 @@ class Generator:
 
     # ---- joins -------------------------------------------------------------------------
     def _leaf(self) -> tuple[str, list[tuple[str, Table]]]:
-        t = self.r.choice(JOINABLE + (EMPTY,)) if self.r.random() < 0.1 else self.r.choice(JOINABLE)
+        t = self.r.choice((EMPTY, VALS)) if self.r.random() < 0.2 else self.r.choice(JOINABLE)
         a = self._new_alias()
-        return f"{t.name} AS {a}", [(a, t)]
+        return relation(t, a), [(a, t)]
 
     def _on(self, left: list[tuple[str, Table]], right: list[tuple[str, Table]], full: bool) -> str:
         (la, _), (ra, rt) = self.r.choice(left), self.r.choice(right)
@@ -133,7 +152,7 @@ class Generator:
     # ---- subqueries --------------------------------------------------------------------
     def q_subquery(self) -> Query:
         r = self.r
-        outer, inner = r.choice(JOINABLE), r.choice(JOINABLE + (EMPTY, NULLS))
+        outer, inner = r.choice(JOINABLE), r.choice(JOINABLE + (EMPTY, NULLS, VALS))
         x, y = self._new_alias(), self._new_alias()
         corr = f" WHERE {y}.i = {x}.i" if r.random() < 0.6 else (
             f" WHERE {self._pred(y, inner)}" if r.random() < 0.5 else "")
@@ -141,28 +160,28 @@ class Generator:
         form = r.randrange(6)
         if form == 0:
             agg = r.choice(["max", "min", "sum", "count"])
-            sel = self._select([f"{x}.id", f"(SELECT {agg}({y}.{ic}) FROM {inner.name} AS {y}{corr})"])
+            sel = self._select([f"{x}.id", f"(SELECT {agg}({y}.{ic}) FROM {relation(inner, y)}{corr})"])
             return Query(f"SELECT {sel} FROM {outer.name} AS {x}", "subquery")
         if form == 1:
             neg = r.choice(["", "NOT "])
             return Query(f"SELECT {self._select([f'{x}.id', f'{x}.i'])} FROM {outer.name} AS {x} "
-                         f"WHERE {x}.i {neg}IN (SELECT {y}.{ic} FROM {inner.name} AS {y}{corr})", "subquery")
+                         f"WHERE {x}.i {neg}IN (SELECT {y}.{ic} FROM {relation(inner, y)}{corr})", "subquery")
         if form == 2:
             neg = r.choice(["", "NOT "])
             return Query(f"SELECT {self._select([f'{x}.id', f'{x}.s'])} FROM {outer.name} AS {x} "
-                         f"WHERE {neg}EXISTS (SELECT 1 FROM {inner.name} AS {y}{corr})", "subquery")
+                         f"WHERE {neg}EXISTS (SELECT 1 FROM {relation(inner, y)}{corr})", "subquery")
         if form == 3:
             op = r.choice(["= ANY", "> ALL", "<= ANY", "<> ALL"])
             return Query(f"SELECT {self._select([f'{x}.id'])} FROM {outer.name} AS {x} "
-                         f"WHERE {x}.i {op} (SELECT {y}.{ic} FROM {inner.name} AS {y}{corr})", "subquery")
+                         f"WHERE {x}.i {op} (SELECT {y}.{ic} FROM {relation(inner, y)}{corr})", "subquery")
         if form == 4:
             g = r.choice(["i", "s"])
             return Query(f"SELECT {self._select([f'{y}.{g}', f'{y}.c', f'{x}.id'])} FROM "
-                         f"(SELECT {g}, count(*) AS c FROM {inner.name} GROUP BY {g}) AS {y} "
+                         f"(SELECT {g}, count(*) AS c FROM {relation(inner, self._new_alias())} GROUP BY {g}) AS {y} "
                          f"{r.choice(['JOIN', 'LEFT JOIN', 'RIGHT JOIN'])} {outer.name} AS {x} ON {x}.{g} = {y}.{g}",
                          "subquery")
         return Query(f"SELECT {self._select([f'{x}.id', f'{x}.i'])} FROM {outer.name} AS {x} WHERE "
-                     f"{x}.i > (SELECT avg({y}.{ic}) FROM {inner.name} AS {y})", "subquery")
+                     f"{x}.i > (SELECT avg({y}.{ic}) FROM {relation(inner, y)})", "subquery")
 
     # ---- aggregates --------------------------------------------------------------------
     def _agg(self, t: Table) -> str:
@@ -271,6 +290,12 @@ class Generator:
             "CAST(s AS varchar)", "(i > 1) IS TRUE", "coalesce(s, '') || coalesce(i::text, '')",
             "dt + INTERVAL '1 month'", "ts - INTERVAL '1 year 1 mon'", "ts + INTERVAL '30 hours'",
             "dt - INTERVAL '1' YEAR", "INTERVAL '2 mons 3 days' + ts", "dt + INTERVAL '1 day'",
+            # every type's text output, alone and inside arrays and records
+            "b::text", "dt::text", "(ts - TIMESTAMP '2000-01-01')::text", "(INTERVAL '1 hour' * i)::text",
+            "ARRAY[i, b]::text", "ARRAY[s, 'x y', NULL]::text", "ARRAY[n]::text", "ARRAY[d, 0.5]::text",
+            "ARRAY[f]::text", "ARRAY[dt]::text", "ARRAY[ts]::text", "ARRAY[]::int[]::text",
+            "ARRAY[s, '']::text", "ROW(i, s)::text", "ROW(dt, n, f)::text", "array_length(ARRAY[i, b], 1)",
+            "s::bytea::text", "md5(coalesce(s, ''))", "ARRAY[i] < ARRAY[NULL::int]",
         ]
         exprs = r.sample(forms, r.randint(1, 3))
         where = f" WHERE {self._pred('t1', T1)}" if r.random() < 0.2 else ""

@@ -5,7 +5,14 @@ normalisation hides a difference). Spark costs weir ~0.1-1 s per query whatever 
 so queries PostgreSQL gives the same column types are run on weir in batches, one UNION
 ALL tagged with each query's number, on a few connections at once; a batch that fails or
 whose rows for a query differ is re-run query by query, and only a query's own answer
-counts. Materialized views are checked the same way: one view per batch."""
+counts. Each query's columns are named by the batch (`AS diff_q7(c0, c1)`), so a query may
+leave them unnamed or name two alike, as PostgreSQL allows in a SELECT.
+
+Every batch is checked three ways, each against PostgreSQL's SELECT: as a SELECT, as the
+contents of a materialized view, and through an index on a view (`Report.counts` by path).
+Queries with unnamed columns are also made into materialized views of their own, whose
+column names ('?column?') must be PostgreSQL's, or refused as PostgreSQL refuses a view
+that names a column twice (42701)."""
 
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ class Outcome:
 
     rows: list[Row] | None = None
     types: tuple[int, ...] = ()
+    names: tuple[str, ...] = ()
     sqlstate: str | None = None
     message: str | None = None
 
@@ -64,7 +72,8 @@ def execute(conn: psycopg.Connection, sql: str, timeout: float | None = None) ->
     for i in range(res.ntuples):
         rows.append(tuple(None if (v := res.get_value(i, j)) is None else v.decode()
                           for j in range(res.nfields)))
-    return Outcome(rows=rows, types=tuple(res.ftype(j) for j in range(res.nfields)))
+    return Outcome(rows=rows, types=tuple(res.ftype(j) for j in range(res.nfields)),
+                   names=tuple((res.fname(j) or b"").decode() for j in range(res.nfields)))
 
 
 def _key(row: Row) -> tuple[tuple[bool, str], ...]:
@@ -94,7 +103,12 @@ class Result:
     pg: Outcome
     weir: Outcome
     category: str
-    mv: bool = False  # checked as a materialized view's contents
+    path: str = "select"  # select | mv (a materialized view's contents) | index (an indexed view's)
+
+    @property
+    def mv(self) -> bool:
+        """Checked through a view (materialized or indexed) rather than as a SELECT."""
+        return self.path != "select"
 
 
 @dataclass
@@ -105,15 +119,21 @@ class Report:
     unchecked: int = 0  # generated but not run: the time budget ran out first
 
     def counts(self) -> Counter[tuple[str, str]]:
-        return Counter((("mv:" if r.mv else "") + r.query.kind, r.category) for r in self.results)
+        return Counter((("" if r.path == "select" else f"{r.path}:") + r.query.kind, r.category)
+                       for r in self.results)
+
+    def paths(self) -> Counter[tuple[str, str]]:
+        """(path, category) counts: how many queries each path checked, and how."""
+        return Counter((r.path, r.category) for r in self.results)
 
     def of(self, category: str) -> list[Result]:
         return [r for r in self.results if r.category == category]
 
     def summary(self) -> str:
         by_cat = Counter(r.category for r in self.results)
-        lines = [f"{len(self.results)} checks ({sum(1 for r in self.results if not r.mv)} queries, "
-                 f"{sum(1 for r in self.results if r.mv)} as materialized views) in {self.seconds:.1f}s, "
+        per_path = Counter(r.path for r in self.results)
+        lines = [f"{len(self.results)} checks ({per_path['select']} as SELECTs, {per_path['mv']} as "
+                 f"materialized views, {per_path['index']} through indexed views) in {self.seconds:.1f}s, "
                  f"{self.weir_statements} statements sent to weir, {self.unchecked} left unchecked "
                  f"(time budget): {dict(by_cat)}"]
         for (kind, cat), n in sorted(self.counts().items()):
@@ -133,7 +153,8 @@ def signature(out: Outcome) -> tuple[bool, ...]:
 def batch_sql(queries: Sequence[Query], ids: Sequence[int], sig: tuple[bool, ...]) -> str:
     cols = ", ".join(f"c{k}" if is_float else f"CAST(c{k} AS text) AS c{k}"
                      for k, is_float in enumerate(sig))
-    return " UNION ALL ".join(f"SELECT {i} AS diff_qid, {cols} FROM ({q.sql}) AS diff_q{i}"
+    names = ", ".join(f"c{k}" for k in range(len(sig)))
+    return " UNION ALL ".join(f"SELECT {i} AS diff_qid, {cols} FROM ({q.sql}) AS diff_q{i}({names})"
                               for i, q in zip(ids, queries, strict=True))
 
 
@@ -192,17 +213,22 @@ class Differential:
         for c in self._conns:
             c.close()
 
-    def _result(self, q: Query, pg: Outcome, weir: Outcome, *, mv: bool = False) -> Result:
-        cat = classify(pg, weir, q.ordered and not mv)
+    def _result(self, q: Query, pg: Outcome, weir: Outcome, *, path: str = "select") -> Result:
+        cat = classify(pg, weir, q.ordered and path == "select")
         if cat != "identical" and (known := self.explain(q, pg, weir)) is not None:
             cat = f"known:{known}"
-        return Result(q, pg, weir, cat, mv)
+        return Result(q, pg, weir, cat, path)
 
-    def run(self, queries: Sequence[Query], *, mv_batches: int = 0) -> Report:
-        """Check `queries`; with a time budget, batches not started when it runs out (less
-        the materialized views' share) are left unchecked and counted as such."""
+    def run(self, queries: Sequence[Query], *, mv_batches: int = 0, index_batches: int | None = None,
+            own_views: int = 0) -> Report:
+        """Check `queries` as SELECTs, then up to `mv_batches` batches as materialized views
+        and `index_batches` (default: as many) through indexed views, then up to `own_views`
+        queries with unnamed columns as materialized views of their own. With a time budget,
+        the SELECTs get half of it and the views the rest; what was not started when its
+        share ran out is counted as unchecked."""
         start = time.monotonic()
-        deadline = None if self.budget is None else start + self.budget * (0.8 if mv_batches else 1.0)
+        views = bool(mv_batches or index_batches is None or index_batches or own_views)
+        deadline = None if self.budget is None else start + self.budget * (0.5 if views else 1.0)
         pg = psycopg.connect(self.pg_dsn, autocommit=True)
         expected = [execute(pg, q.sql) for q in queries]
         groups: dict[tuple[bool, ...], list[int]] = defaultdict(list)
@@ -252,9 +278,21 @@ class Differential:
                 results += rs
             results += ex.map(one, solo)
         report = Report(results, unchecked=len(queries) - len(results))
-        if mv_batches:
-            mvs = [(sig, ids) for sig, ids in batches if len(ids) > 1][:mv_batches]
-            report.results += self.check_mvs(queries, pg_batch, mvs, [e.types for e in expected])
+        if views:
+            end = None if self.budget is None else start + self.budget
+            # views of the queries weir answers as SELECTs: one refused query would make the
+            # whole batch's view fail, and its refusal is counted on the SELECT path already
+            answered = {r.query.sql for r in results if r.weir.ok}
+            several = [(sig, ids) for sig, full in batches
+                       if len(ids := [i for i in full if queries[i].sql in answered]) > 1]
+            types = [e.types for e in expected]
+            n_index = len(several) if index_batches is None else index_batches
+            for path, count in (("mv", mv_batches), ("index", n_index)):
+                report.results += self.check_views(queries, pg_batch, several[:count], types, path=path,
+                                                   deadline=None if end is None else
+                                                   time.monotonic() + (end - time.monotonic()) / 2)
+            unnamed = [i for i, e in enumerate(expected) if e.ok and "?column?" in e.names][:own_views]
+            report.results += self.check_own_views(queries, expected, unnamed, deadline=end)
         report.seconds = time.monotonic() - start
         report.weir_statements = self.statements
         return report
@@ -262,22 +300,60 @@ class Differential:
     def check_mvs(self, queries: Sequence[Query], pg_batch: dict[tuple[int, ...], Outcome],
                   batches: Iterable[tuple[tuple[bool, ...], list[int]]],
                   pg_types: Sequence[tuple[int, ...]] = ()) -> list[Result]:
-        """Each batch as one materialized view: its contents, split by query, must equal
-        PostgreSQL's answer to each query (as the batch's text casts render it)."""
+        return self.check_views(queries, pg_batch, batches, pg_types, path="mv")
+
+    def check_views(self, queries: Sequence[Query], pg_batch: dict[tuple[int, ...], Outcome],
+                    batches: Iterable[tuple[tuple[bool, ...], list[int]]],
+                    pg_types: Sequence[tuple[int, ...]] = (), *, path: str = "mv",
+                    deadline: float | None = None) -> list[Result]:
+        """Each batch as one materialized view (`path` mv) or one view with a default index
+        (`path` index): its contents, split by query, must equal PostgreSQL's answer to each
+        query (as the batch's text casts render it)."""
         out: list[Result] = []
+        per_query: dict[int, list[Row]] = defaultdict(list)  # PostgreSQL's rows by query
+        for answer in pg_batch.values():
+            for row in answer.rows or []:
+                per_query[int(row[0] or -1)].append(row[1:])
         for n, (sig, ids) in enumerate(batches):
-            name = f"diff_mv_{n}"
-            self.weir_execute(f"DROP MATERIALIZED VIEW IF EXISTS {name}")
-            created = self.weir_execute(f"CREATE MATERIALIZED VIEW {name} AS "
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            name = f"diff_{path}_{n}"
+            kind = "MATERIALIZED VIEW" if path == "mv" else "VIEW"
+            self.weir_execute(f"DROP {kind} IF EXISTS {name} CASCADE")
+            created = self.weir_execute(f"CREATE {kind} {name} AS "
                                         + batch_sql([queries[i] for i in ids], ids, sig))
+            if created.ok and path == "index":
+                created = self.weir_execute(f"CREATE DEFAULT INDEX ON {name}")
             w = self.weir_execute(f"SELECT * FROM {name}") if created.ok else created
-            self.weir_execute(f"DROP MATERIALIZED VIEW IF EXISTS {name}")
-            want = split_batch(pg_batch[tuple(ids)], ids)
+            self.weir_execute(f"DROP {kind} IF EXISTS {name} CASCADE")
             got = split_batch(w, ids) if w.ok else {}
             for i in ids:
                 mine = Outcome(rows=got[i]) if w.ok else w
                 types = pg_types[i] if i < len(pg_types) and pg_types[i] else expected_types(sig)
-                out.append(self._result(queries[i], Outcome(rows=want[i], types=types), mine, mv=True))
+                out.append(self._result(queries[i], Outcome(rows=per_query[i], types=types), mine, path=path))
+        return out
+
+    def check_own_views(self, queries: Sequence[Query], expected: Sequence[Outcome], ids: Iterable[int],
+                        deadline: float | None = None) -> list[Result]:
+        """Each query as a materialized view of its own, columns named as the query names
+        them: its contents and column names must be PostgreSQL's answer and names, or, where
+        two columns share a name, PostgreSQL's refusal of such a view (42701)."""
+        out: list[Result] = []
+        for n, i in enumerate(ids):
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            name = f"diff_own_{n}"
+            want = expected[i]
+            if len(set(want.names)) != len(want.names):
+                dup = next(x for x in want.names if want.names.count(x) > 1)
+                want = Outcome(sqlstate="42701", message=f'column "{dup}" specified more than once')
+            self.weir_execute(f"DROP MATERIALIZED VIEW IF EXISTS {name}")
+            created = self.weir_execute(f"CREATE MATERIALIZED VIEW {name} AS {queries[i].sql}")
+            w = self.weir_execute(f"SELECT * FROM {name}") if created.ok else created
+            self.weir_execute(f"DROP MATERIALIZED VIEW IF EXISTS {name}")
+            if w.ok and want.ok and w.names != want.names:
+                w = Outcome(rows=[("column names", *w.names)])
+            out.append(self._result(queries[i], want, w, path="mv"))
         return out
 
 

@@ -1,6 +1,8 @@
 """Differential testing against PostgreSQL 15 (issue 10, part 1): seeded queries over the
 same typed tables in a real PostgreSQL and a real `weir serve`, answers compared exactly
-in the text form both servers send, as SELECTs and as materialized views' contents.
+in the text form both servers send, each batch of queries three ways: as a SELECT, as a
+materialized view's contents and through an index on a view (and queries with unnamed
+columns as materialized views of their own).
 
 A difference fails the test unless ALLOWED (a difference Materialize documents) or
 KNOWN_WRONG (a bug another part of issue 10 owns, listed so the suite stays green until it
@@ -34,7 +36,7 @@ KNOWN_WRONG: tuple[Known, ...] = ()
 
 SEED = int(os.environ.get("WEIR_DIFF_SEED", "20261123"))
 QUERIES = int(os.environ.get("WEIR_DIFF_QUERIES", "2000"))
-BUDGET = float(os.environ.get("WEIR_DIFF_BUDGET", "150"))
+BUDGET = float(os.environ.get("WEIR_DIFF_BUDGET", "240"))
 MIN_CHECKED = 100  # even on a loaded machine, a run that checks fewer proves too little
 
 
@@ -71,8 +73,8 @@ def _in_schema(stmt: str, schema: str) -> str:
 def _check(report: Report) -> None:
     print("\n" + report.summary())
     bad = report.of("differs")
-    lines = [f"{'MV ' if r.mv else ''}{r.query.sql}\n    PostgreSQL: {r.pg.show()}\n    weir:       {r.weir.show()}"
-             for r in bad[:20]]
+    lines = [f"{'' if r.path == 'select' else r.path.upper() + ' '}{r.query.sql}\n    PostgreSQL: {r.pg.show()}\n"
+             f"    weir:       {r.weir.show()}" for r in bad[:20]]
     assert not bad, f"{len(bad)} unexplained differences from PostgreSQL:\n" + "\n".join(lines)
 
 
@@ -121,21 +123,30 @@ def test_join_nesting_in_views(peers: Peers, server: WeirServer) -> None:
 # -- generated queries -----------------------------------------------------------------------
 
 def _run(pg: str, weir: str, queries: list[Query], mv_batches: int = 0, batch: int = 25,
-         budget: float | None = BUDGET) -> Report:
+         budget: float | None = BUDGET, index_batches: int | None = 0, own_views: int = 0) -> Report:
     diff = Differential(pg, weir, explain=explainer(ALLOWED, KNOWN_WRONG), batch=batch,
                         budget=budget, log=print)
     try:
-        return diff.run(queries, mv_batches=mv_batches)
+        return diff.run(queries, mv_batches=mv_batches, index_batches=index_batches, own_views=own_views)
     finally:
         diff.close()
 
 
+def _every_path_checked(report: Report) -> None:
+    paths = {path for path, _ in report.paths()}
+    assert paths == {"select", "mv", "index"}, report.summary()
+
+
 @pytest.mark.timeout(900)
 def test_differential(peers: Peers) -> None:
-    """Generated queries over indexed views, a few batches as materialized views."""
-    report = _run(peers.pg, peers.weir_indexed, Generator(SEED).queries(QUERIES), mv_batches=2)
+    """Generated queries over indexed views: each batch as a SELECT, then as many batches as
+    the budget allows as materialized views and through indexed views, and queries with
+    unnamed columns as views of their own."""
+    report = _run(peers.pg, peers.weir_indexed, Generator(SEED).queries(QUERIES), mv_batches=1000,
+                  index_batches=None, own_views=6)
     _check(report)
     assert sum(1 for r in report.results if not r.mv) >= MIN_CHECKED, report.summary()
+    _every_path_checked(report)
 
 
 @pytest.mark.timeout(900)
@@ -151,8 +162,9 @@ def test_differential_plain_tables(peers: Peers) -> None:
 def test_differential_soak(peers: Peers) -> None:
     """A longer run on other seeds, with more materialized views (CI runs it; the whole
     suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
-    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "120"))
-    report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=4,
-                  budget=budget)
+    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "240"))
+    report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=1000,
+                  budget=budget, index_batches=None, own_views=12)
     _check(report)
     assert sum(1 for r in report.results if not r.mv) >= MIN_CHECKED, report.summary()
+    _every_path_checked(report)
