@@ -12,6 +12,7 @@ from sqlglot.dialects.postgres import Postgres
 from sqlglot.helper import seq_get
 from sqlglot.tokens import TokenType
 
+from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError
 
 _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
@@ -157,8 +158,6 @@ def _typmod_text(text: str, fields: frozenset[str] | None, precision: int | None
     """The literal's value under its typmod, as text that reads back to the same value
     (PostgreSQL's interval_in takes the typmod: a bare number is its last field,
     `INTERVAL '1 2' DAY TO HOUR` is 1 day 2 hours, and lower fields are cut off)."""
-    from weir.codec import interval as cinterval
-
     if precision is not None and precision > 6:
         precision = 6  # PostgreSQL warns and keeps 6
     return cinterval.out(cinterval.parse(text, fields, precision))
