@@ -60,15 +60,18 @@ def format_duration(ms: int) -> str:
     return f"{ms}ms"
 
 
-def byte_size(text: str) -> int:
-    """'1GB', '512 MB', '1024' (bytes); units are powers of 1024 like PostgreSQL's."""
+def byte_size(text: str, unit: int = 1) -> int:
+    """'1GB', '512 MB', '1024' (`unit` bytes each: 1, or 1024 for PostgreSQL's kB-based
+    parameters); units are powers of 1024 like PostgreSQL's."""
     m = _BYTES_RE.match(text)
     if not m or m.group(2).lower() not in _BYTE_UNITS:
         raise ValueError(text)
-    return int(m.group(1)) * _BYTE_UNITS[m.group(2).lower()]
+    return int(m.group(1)) * (_BYTE_UNITS[m.group(2).lower()] if m.group(2) else unit)
 
 
 def format_bytes(n: int) -> str:
+    if n == 0:
+        return "0"
     for unit, size in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
         if n and n % size == 0:
             return f"{n // size}{unit}"
@@ -97,6 +100,7 @@ class VarDef:
     min: float | None = None
     max: float | None = None
     nullable: bool = False  # '' is a valid value meaning "unset"; parse() gives None
+    unit: int = 1  # bytes a bare number means (kind 'bytes'): PostgreSQL's kB for work_mem
 
     @property
     def read_only(self) -> bool:
@@ -125,7 +129,7 @@ class VarDef:
         if self.kind == "duration":
             return duration_ms(text)
         if self.kind == "bytes":
-            return byte_size(text)
+            return byte_size(text, self.unit)
         if self.kind == "list":
             return [p for p in (s.strip() for s in text.split(",")) if p]
         return text
@@ -184,7 +188,7 @@ def _n_number(v: VarDef, value: str) -> str:
         raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
                         f'{value.strip()} is outside the valid range for parameter '
                         f'"{v.name}" ({v.range_text()})')
-    return str(num)
+    return str(num) if v.kind == "int" else format(num, "g")  # PostgreSQL shows reals with %g
 
 
 def _n_duration(v: VarDef, value: str) -> str:
@@ -202,7 +206,7 @@ def _n_duration(v: VarDef, value: str) -> str:
 
 def _n_bytes(v: VarDef, value: str) -> str:
     try:
-        n = byte_size(value)
+        n = byte_size(value, v.unit)
     except ValueError:
         raise _invalid(v.name, value, "valid units are B, kB, MB, GB, TB") from None
     if (v.min is not None and n < v.min) or (v.max is not None and n > v.max):
@@ -370,6 +374,64 @@ VARS: tuple[VarDef, ...] = (
            "report per plan node hydration (mz_internal.mz_compute_operator_hydration_statuses"
            "[_per_worker]); off: they stop, and their statuses are retracted.", session=False),
 )
+
+
+# PostgreSQL's planner and executor settings. weir has no such planner (Spark plans its
+# queries), so these change no plan and no answer; they are accepted, validated as
+# PostgreSQL validates them, kept per session and shown, so that scripts and tools that
+# tune PostgreSQL's planner run unchanged. Settings that would change an answer or its
+# text (bytea_output, lc_numeric, DateStyle, IntervalStyle ...) are not among them.
+_NO_PLANNER = " (PostgreSQL's planner setting; weir's queries are planned by Spark, so it changes nothing)."
+_PLAN_METHODS = ("async_append", "bitmapscan", "gathermerge", "hashagg", "hashjoin",
+                 "incremental_sort", "indexonlyscan", "indexscan", "material", "memoize",
+                 "mergejoin", "nestloop", "parallel_append", "parallel_hash",
+                 "partition_pruning", "seqscan", "sort", "tidscan")
+_KB, _BLOCK = 1024, 8192
+PLANNER_VARS: tuple[VarDef, ...] = (
+    *(VarDef(f"enable_{m}", "bool", "on", f"Enables the planner's use of {m}" + _NO_PLANNER)
+      for m in _PLAN_METHODS),
+    *(VarDef(f"enable_partitionwise_{m}", "bool", "off", f"Enables partitionwise {m}" + _NO_PLANNER)
+      for m in ("aggregate", "join")),
+    VarDef("geqo", "bool", "on", "Enables genetic query optimization" + _NO_PLANNER),
+    VarDef("geqo_threshold", "int", "12", "FROM items beyond which GEQO is used" + _NO_PLANNER,
+           min=2, max=_INT_MAX),
+    VarDef("from_collapse_limit", "int", "8", "FROM-list size beyond which subqueries are not "
+           "collapsed" + _NO_PLANNER, min=1, max=_INT_MAX),
+    VarDef("join_collapse_limit", "int", "8", "FROM-list size beyond which JOIN constructs are "
+           "not flattened" + _NO_PLANNER, min=1, max=_INT_MAX),
+    VarDef("jit", "bool", "on", "Allow JIT compilation" + _NO_PLANNER),
+    *(VarDef(f"jit_{k}above_cost", "float", d, "Query cost above which JIT is used" + _NO_PLANNER,
+             min=-1, max=1.7976931348623157e308)
+      for k, d in (("", "100000"), ("inline_", "500000"), ("optimize_", "500000"))),
+    *(VarDef(n, "float", d, "The planner's cost estimate" + _NO_PLANNER, min=0, max=1.7976931348623157e308)
+      for n, d in (("seq_page_cost", "1"), ("random_page_cost", "4"), ("cpu_tuple_cost", "0.01"),
+                   ("cpu_index_tuple_cost", "0.005"), ("cpu_operator_cost", "0.0025"),
+                   ("parallel_setup_cost", "1000"), ("parallel_tuple_cost", "0.1"))),
+    VarDef("max_parallel_workers_per_gather", "int", "2", "Parallel workers per Gather"
+           + _NO_PLANNER, min=0, max=1024),
+    VarDef("parallel_leader_participation", "bool", "on", "Whether Gather also runs subplans"
+           + _NO_PLANNER),
+    VarDef("min_parallel_table_scan_size", "bytes", "8MB", "Table size for a parallel scan"
+           + _NO_PLANNER, min=0, max=715827882 * _BLOCK, unit=_BLOCK),
+    VarDef("min_parallel_index_scan_size", "bytes", "512kB", "Index size for a parallel scan"
+           + _NO_PLANNER, min=0, max=715827882 * _BLOCK, unit=_BLOCK),
+    VarDef("effective_cache_size", "bytes", "4GB", "The planner's assumed disk cache size"
+           + _NO_PLANNER, min=_BLOCK, max=_INT_MAX * _BLOCK, unit=_BLOCK),
+    VarDef("work_mem", "bytes", "4MB", "Memory for each sort or hash before it spills"
+           + _NO_PLANNER, min=64 * _KB, max=_INT_MAX * _KB, unit=_KB),
+    VarDef("hash_mem_multiplier", "float", "2", "Multiple of work_mem for hash tables"
+           + _NO_PLANNER, min=1, max=1000),
+    VarDef("default_statistics_target", "int", "100", "Statistics target for ANALYZE"
+           + _NO_PLANNER, min=1, max=10000),
+    VarDef("constraint_exclusion", "enum", "partition", "Whether the planner uses constraints "
+           "to skip scans" + _NO_PLANNER, choices=("partition", "on", "off"),
+           aliases=(("true", "on"), ("false", "off"), ("yes", "on"), ("no", "off"), ("1", "on"), ("0", "off"))),
+    VarDef("plan_cache_mode", "enum", "auto", "Generic or custom plans for prepared statements"
+           + _NO_PLANNER, choices=("auto", "force_generic_plan", "force_custom_plan")),
+    VarDef("escape_string_warning", "bool", "on", "Warn about backslash escapes in ordinary "
+           "string literals (weir never warns: standard_conforming_strings is always on)."),
+)
+VARS = VARS + PLANNER_VARS
 
 _BY_NAME: dict[str, VarDef] = {v.name.lower(): v for v in VARS}
 # Other names for a parameter (Materialize's spellings among them).
