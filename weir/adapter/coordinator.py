@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from weir.adapter import api, system_reads
+from weir.adapter import api, system_reads, temporary
 from weir.adapter.builtin_tables import BuiltinWriter
 from weir.adapter.oracle import TimestampOracle
 from weir.adapter.replica_health import ReplicaHealth
@@ -115,6 +115,7 @@ class Coordinator(api.Coordinator):
             None, lambda: ShardStore(self.config.catalog_uri, str(data / "warehouse")))
         self.oracle = TimestampOracle(self.catalog.oracle_get, self.catalog.oracle_set)
         epoch = self.catalog.bump_epoch()  # this coordinator's writer epoch (fences older ones)
+        temporary.forget_crashed_sessions(self.catalog)  # their shards go with the orphans below
         self.storage = StorageController(store, self.oracle, data / "wal", epoch=epoch,
                                          tick_ms=self.config.tick_ms)
         tables = self.catalog.list_items("table")
@@ -277,7 +278,7 @@ class Coordinator(api.Coordinator):
     # ---- names -----------------------------------------------------------------------
     def resolver(self, session: Session) -> CatalogResolver:
         return CatalogResolver(self.catalog, session.database, session.search_path, session.role.superuser,
-                               self.lookup_cache, self.introspection_read_time)
+                               self.lookup_cache, self.introspection_read_time, session.temp_schema_id)
 
     def introspection_read_time(self, shard_id: str) -> int | None:
         """The latest complete time of a replica's introspection shard (its upper - 1): reads

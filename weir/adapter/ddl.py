@@ -18,6 +18,7 @@ from weir.adapter import (
     planning,
     privileges,
     sources,
+    temporary,
 )
 from weir.catalog.model import ColumnDef
 from weir.errors import SqlState, WeirError
@@ -234,7 +235,10 @@ async def _create_table(session: Session, stmt: st.CreateTable) -> api.Command:
     coord = session.coord
     create = stmt.expr
     parts = table_parts(create.this.this)
-    schema_id, name = target_schema(session, parts)
+    if stmt.temporary or temporary.names_temp_schema(parts):
+        schema_id, name = temporary.target(session, parts)
+    else:
+        schema_id, name = target_schema(session, parts)
     if coord.catalog.find_item(schema_id, name) is not None and create.args.get("exists"):
         session.notice(f'relation "{name}" already exists, skipping')
         return api.Command("CREATE TABLE")
@@ -248,9 +252,16 @@ async def _create_view(session: Session, stmt: st.CreateView) -> api.Command:
     create = stmt.expr
     target = create.this.this if isinstance(create.this, exp.Schema) else create.this
     parts = table_parts(target)
-    schema_id, name = target_schema(session, parts)
     body = create.expression
     plan = planning.plan(session, body, qualify=True)
+    if stmt.temporary or temporary.names_temp_schema(parts):
+        schema_id, name = temporary.target(session, parts)
+    elif temporary.first_temporary(plan.depends_on) is not None:
+        # PostgreSQL's rule (Materialize refuses instead): a view over a temporary object is one
+        session.notice(f'view "{parts[-1]}" will be a temporary view')
+        schema_id, name = temporary.target(session, parts)
+    else:
+        schema_id, name = target_schema(session, parts)
     assert plan.spark is not None and plan.spark.qualified is not None
     qualified = plan.spark.qualified
     columns = await planning.describe(session, plan)

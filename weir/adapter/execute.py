@@ -15,6 +15,7 @@ from weir.adapter import (
     privileges,
     savepoints,
     subscribe,
+    temporary,
 )
 from weir.adapter.session import Transaction
 from weir.adapter.show import show_sql
@@ -135,16 +136,18 @@ async def _show_var(session: Session, stmt: st.ShowVariable) -> api.Rows:
 
 
 async def _discard(session: Session, stmt: st.Discard) -> api.Command:
-    """DISCARD ALL: close the session's cursors, deallocate its PREPAREd statements and reset
-    its variables, as a connection pooler expects; PLANS, SEQUENCES and TEMP have nothing
-    to discard (plans are shared and re-planned when the catalog changes; weir has neither
-    sequences nor temporary objects)."""
+    """DISCARD ALL: close the session's cursors, deallocate its PREPAREd statements, reset
+    its variables and drop its temporary objects, as a connection pooler expects; TEMP drops
+    only those. PLANS and SEQUENCES have nothing to discard (plans are shared and re-planned
+    when the catalog changes; weir has no sequences)."""
     if stmt.what == "ALL":
         if session.txn is not None and session.txn.explicit:
             raise WeirError(SqlState.ACTIVE_SQL_TRANSACTION, "DISCARD ALL cannot run inside a transaction block")
         await cursors.close_all(session)
         session.sql_prepared.clear()
         session.discard_vars()
+    if stmt.what in ("ALL", "TEMP"):
+        await temporary.drop_all(session)
     return api.Command(f"DISCARD {stmt.what}")
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import sqlglot
 from sqlglot import exp
 
-from weir.adapter import api, constant_views, planning, privileges, query
+from weir.adapter import api, constant_views, planning, privileges, query, temporary
 from weir.catalog.model import ColumnDef, Item
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -94,6 +94,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
     cluster = cat.get_cluster(stmt.cluster or session.get_var("cluster"))
     privileges.require(session, "cluster", cluster.id, "UC")
     plan = planning.plan(session, stmt.query, key=stmt.sql, qualify=True)
+    temporary.refuse_dependencies(plan.depends_on)
     assert plan.spark is not None and plan.spark.qualified is not None
     qualified = plan.spark.qualified
     columns = await planning.describe(session, plan)

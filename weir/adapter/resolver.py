@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from weir.catalog.builtins import BUILTINS
-from weir.catalog.model import SYSTEM_SCHEMAS, Item
+from weir.catalog.model import SYSTEM_SCHEMAS, TEMP_SCHEMA, TEMP_SCHEMA_ALIASES, Item
 from weir.errors import SqlState, WeirError
 from weir.sql.render import IMPLICIT_SCHEMAS
 from weir.sql.resolve import ColumnDesc, RelationDesc
@@ -25,7 +25,8 @@ def describe_item(item: Item, read_time: ReadTime | None = None) -> RelationDesc
     kind = item.kind if not item.builtin or item.kind == "view" else "table"
     restricted = item.builtin and item.id in _RESTRICTED
     return RelationDesc(item.id, item.full_name, kind, cols, shard_id=None if view_sql is not None else item.id,
-                        view_sql=view_sql, oid=item.oid, restricted=restricted)
+                        view_sql=view_sql, oid=item.oid, restricted=restricted,
+                        temporary=item.database_name is None and item.schema_name == TEMP_SCHEMA)
 
 
 _RESTRICTED = frozenset(b.id for b in BUILTINS if b.restricted)
@@ -34,8 +35,9 @@ _RESTRICTED = frozenset(b.id for b in BUILTINS if b.restricted)
 class CatalogResolver:
     def __init__(self, catalog: object, database: str, search_path: list[str],
                  may_read_restricted: bool = True, cache: dict[Any, RelationDesc] | None = None,
-                 read_time: ReadTime | None = None) -> None:
+                 read_time: ReadTime | None = None, temp_schema_id: str | None = None) -> None:
         self.catalog = catalog
+        self.temp_schema_id = temp_schema_id  # the session's mz_temp schema, if it made one
         self.read_time = read_time  # an introspection shard's latest complete time
         self.database = database
         self.search_path = search_path
@@ -45,7 +47,8 @@ class CatalogResolver:
     def lookup(self, parts: list[str]) -> RelationDesc:
         if self._cache is None:
             return self._lookup(parts)
-        key = (self.catalog.generation, self.database, tuple(self.search_path), tuple(parts))  # type: ignore[attr-defined]
+        key = (self.catalog.generation, self.database, tuple(self.search_path), self.temp_schema_id,  # type: ignore[attr-defined]
+               tuple(parts))
         desc = self._cache.get(key)
         if desc is None:
             desc = self._lookup(parts)
@@ -57,6 +60,8 @@ class CatalogResolver:
 
     def _schema(self, database: str | None, name: str):  # noqa: ANN202
         cat = self.catalog
+        if name in TEMP_SCHEMA_ALIASES:  # the session's own temporary schema, never another's
+            return cat.get_schema_by_id(self.temp_schema_id) if self.temp_schema_id else None  # type: ignore[attr-defined]
         if name in SYSTEM_SCHEMAS:
             return cat.find_schema(None, name)  # type: ignore[attr-defined]
         db = cat.find_database(database or self.database)  # type: ignore[attr-defined]
@@ -72,6 +77,8 @@ class CatalogResolver:
             raise WeirError(SqlState.SYNTAX_ERROR, f"improper relation name (too many dotted names): {'.'.join(parts)}")
         if len(parts) == 1:
             candidates = list(IMPLICIT_SCHEMAS) + [s for s in self.search_path if s not in IMPLICIT_SCHEMAS]
+            if not any(s in TEMP_SCHEMA_ALIASES for s in self.search_path):
+                candidates.insert(0, TEMP_SCHEMA)  # PostgreSQL: searched first unless placed in the path
             for schema_name in candidates:
                 schema = self._schema(None, schema_name)
                 if schema is None:
@@ -82,6 +89,8 @@ class CatalogResolver:
             raise WeirError(SqlState.UNDEFINED_TABLE, f"unknown catalog item '{name}'")
         database = parts[0] if len(parts) == 3 else None
         schema = self._schema(database, parts[-2])
+        if schema is None and parts[-2] in TEMP_SCHEMA_ALIASES:
+            raise WeirError(SqlState.UNDEFINED_TABLE, f"unknown catalog item '{'.'.join(parts)}'")
         if schema is None:
             raise WeirError(SqlState.INVALID_SCHEMA_NAME, f"unknown schema '{parts[-2]}'")
         item = self.catalog.find_item(schema.id, name)  # type: ignore[attr-defined]

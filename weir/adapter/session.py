@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from weir.adapter import api, privileges, savepoints
+from weir.adapter import api, privileges, savepoints, temporary
 from weir.catalog.model import Role
 from weir.catalog.vars import VARS, lookup_var, normalize_var, settable_var
 from weir.errors import SqlState, WeirError
@@ -74,6 +74,7 @@ class Session(api.Session):
         self.cursors: dict[str, Any] = {}
         self.sql_prepared: dict[str, api.PreparedStatement] = {}  # PREPARE name AS ...
         self._planning_key: tuple[Any, Any] = (None, None)
+        self.temp_schema_id: str | None = None  # its mz_temp schema (weir.adapter.temporary)
         self.applying = False  # a statement is being executed (not described): set_config() applies
         self.vars["database"] = database
         self.startup_database = database  # what RESET ALL / DISCARD ALL go back to
@@ -196,10 +197,12 @@ class Session(api.Session):
     def planning_key(self) -> tuple[Any, ...]:
         """What, besides the text, changes a query's plan for this session (database,
         search_path, cluster, superuser); recomputed only when a variable changes."""
-        version = (self.var_version, self.coord.system_var_version, self.role.id, self.role.superuser)
+        version = (self.var_version, self.coord.system_var_version, self.role.id, self.role.superuser,
+                   self.temp_schema_id)
         if self._planning_key[0] != version:
+            # the temporary schema: the same text names another session's own temporary objects
             self._planning_key = (version, (self.database, tuple(self.search_path), self.get_var("cluster"),
-                                            self.role.superuser))
+                                            self.role.superuser, self.temp_schema_id))
         return self._planning_key[1]
 
     def context(self, timestamp: int | None = None) -> SessionContext:
@@ -416,7 +419,10 @@ class Session(api.Session):
             self.txn.release()
         self.txn = None
         await close_all(self)
-        self.coord.session_closed(self)
+        try:
+            await temporary.drop_all(self)  # its temporary objects and their shards
+        finally:
+            self.coord.session_closed(self)
 
 
 def _param_texts(params: list[Any], types: list[Any]) -> list[str | None] | None:

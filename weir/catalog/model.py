@@ -32,6 +32,11 @@ PG_CATALOG = "pg_catalog"
 INFORMATION_SCHEMA = "information_schema"
 MZ_INTROSPECTION = "mz_introspection"
 SYSTEM_SCHEMAS = (MZ_CATALOG, MZ_INTERNAL, PG_CATALOG, INFORMATION_SCHEMA, MZ_INTROSPECTION)
+# A session's temporary schema (Materialize's name; PostgreSQL's `pg_temp` names it too):
+# ambient like the system schemas, one per session that made a temporary object, never
+# found by name in the catalog (each session resolves its own by id).
+TEMP_SCHEMA = "mz_temp"
+TEMP_SCHEMA_ALIASES = (TEMP_SCHEMA, "pg_temp")
 
 # Well-known ids created by bootstrap.
 MZ_SYSTEM_ROLE_ID = "s1"
@@ -92,7 +97,11 @@ class Schema:
 
     @property
     def is_system(self) -> bool:
-        return self.database_id is None
+        return self.database_id is None and self.name != TEMP_SCHEMA
+
+    @property
+    def is_temporary(self) -> bool:
+        return self.database_id is None and self.name == TEMP_SCHEMA
 
     @property
     def full_name(self) -> str:

@@ -20,6 +20,8 @@ from weir.catalog import tables as t
 from weir.catalog.base import CatalogBase, id_key
 from weir.catalog.model import (
     MATERIALIZE_ROLE_ID,
+    TEMP_SCHEMA,
+    TEMP_SCHEMA_ALIASES,
     ColumnDef,
     Database,
     DropResult,
@@ -148,7 +150,9 @@ class ObjectsMixin(CatalogBase):
 
     def find_schema(self, database_id: str | None, name: str) -> Schema | None:
         """In a database, or ambient (database_id None). System schemas are found
-        from any database, as in Materialize."""
+        from any database, as in Materialize; temporary ones never (each is a session's)."""
+        if name in TEMP_SCHEMA_ALIASES:
+            return None
         if self.in_transaction:
             with self._read() as c:
                 found = [_schema(r) for r in c.execute(self._schema_query().where(t.schemas.c.name == name)).all()]
@@ -197,6 +201,19 @@ class ObjectsMixin(CatalogBase):
             c.execute(insert(t.schemas).values(id=s.id, oid=s.oid, database_id=database_id,
                                                name=name, owner_id=owner_id))
             return s
+
+    def create_temp_schema(self, owner_id: str) -> Schema:
+        """A session's `mz_temp` schema, made with its first temporary object."""
+        with self._write() as c:
+            self._require_role_id(c, owner_id)
+            s = Schema(self._next_id(c, "schema"), self._next_oid(c), None, TEMP_SCHEMA, owner_id)
+            c.execute(insert(t.schemas).values(id=s.id, oid=s.oid, database_id=None, name=TEMP_SCHEMA,
+                                               owner_id=owner_id))
+            return s
+
+    def temp_schemas(self) -> list[Schema]:
+        """Every session's temporary schema (at start: what a crash left behind)."""
+        return [s for s in self.list_schemas() if s.is_temporary]
 
     def drop_schema(self, schema_id: str, cascade: bool = False) -> DropResult:
         """Refuses (2BP01) while it has items unless `cascade`; never a system schema."""
@@ -326,11 +343,17 @@ class ObjectsMixin(CatalogBase):
                 self._require_cluster_id(c, cluster_id)
             deps = sorted(set(dependencies), key=id_key)
             if deps:
-                have = {r[0] for r in c.execute(
-                    select(t.items.c.id).where(t.items.c.id.in_(deps)))}
+                have = {r[0]: (r[1], r[2], r[3]) for r in c.execute(
+                    select(t.items.c.id, t.items.c.name, t.schemas.c.database_id, t.schemas.c.name).join(
+                        t.schemas, t.items.c.schema_id == t.schemas.c.id).where(t.items.c.id.in_(deps)))}
                 for d in deps:
                     if d not in have:
                         raise undefined_table(d)
+                temporary = [n for n, db, sn in have.values() if db is None and sn == TEMP_SCHEMA]
+                if temporary and not self.get_schema_by_id(schema_id).is_temporary:
+                    # Materialize's catalog error, word for word (and its SQLSTATE)
+                    raise WeirError(SqlState.INTERNAL_ERROR,
+                                    f"non-temporary items cannot depend on temporary item '{temporary[0]}'")
             new_id = item_id or self._next_id(c, "item")
             self._touch_items([new_id])
             c.execute(insert(t.items).values(

@@ -189,6 +189,13 @@ def parse_statement(text: str) -> st.Statement:
             inner.sql = text
             return inner
     head = text.lstrip("( \t\r\n").split(None, 1)[0].upper().rstrip(";") if text.strip() else ""
+    if head == "CREATE":
+        if _ON_COMMIT_DROP.match(text):
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "CREATE TEMPORARY TABLE ... ON COMMIT DROP is not supported")
+        if _LOCAL_TEMP.match(text):
+            inner = parse_statement(_LOCAL_TEMP.sub(r"\1", text, count=1))
+            inner.sql = text
+            return inner
     special = _parse_special(text, head)
     if special is not None:
         return special
@@ -230,21 +237,43 @@ def _parse_error_message(e: Exception, text: str) -> str:
     return f"syntax error: {str(e).splitlines()[0]}"
 
 
-_PROPERTY_NAMES = {exp.TemporaryProperty: "CREATE TEMPORARY {kind}", exp.InheritsProperty: "CREATE {kind} ... INHERITS",
+_PROPERTY_NAMES = {exp.InheritsProperty: "CREATE {kind} ... INHERITS",
                    exp.PartitionedByProperty: "CREATE {kind} ... PARTITION BY",
                    exp.PartitionedOfProperty: "CREATE {kind} ... PARTITION OF",
                    exp.UnloggedProperty: "CREATE UNLOGGED {kind}"}
 
 
-def _refuse_properties(create: exp.Create, kind: str) -> None:
-    """Table and view options weir has no meaning for (temporary objects, inheritance,
-    partitioning, storage parameters) are refused by name: ignoring them created a
-    permanent, unrelated object instead."""
+def _refuse_properties(create: exp.Create, kind: str) -> bool:
+    """Table and view options weir has no meaning for (inheritance, partitioning, storage
+    parameters, ON COMMIT DELETE ROWS) are refused by name: ignoring them created a
+    permanent, unrelated object instead. True for TEMP / TEMPORARY (GLOBAL TEMPORARY is
+    the same in PostgreSQL; ON COMMIT PRESERVE ROWS is what a temporary table does)."""
     props = create.args.get("properties")
-    for prop in props.expressions if props is not None else []:
-        name = _PROPERTY_NAMES.get(type(prop))
-        what = name.format(kind=kind) if name else f"CREATE {kind} ... WITH ({prop.sql(dialect='postgres')})"
+    found = props.expressions if props is not None else []
+    temporary = any(isinstance(p, exp.TemporaryProperty) for p in found)
+    for prop in found:
+        if isinstance(prop, exp.TemporaryProperty) or (temporary and isinstance(prop, exp.GlobalProperty)):
+            continue
+        if isinstance(prop, exp.OnCommitProperty) and temporary and not prop.args.get("delete"):
+            continue
+        if isinstance(prop, exp.OnCommitProperty) and not temporary:
+            raise WeirError(SqlState.INVALID_TABLE_DEFINITION, "ON COMMIT can only be used on temporary tables")
+        if isinstance(prop, exp.OnCommitProperty):
+            what = f"CREATE TEMPORARY {kind} ... ON COMMIT DELETE ROWS"
+        elif isinstance(prop, exp.MaterializedProperty) and temporary:
+            what = "CREATE TEMPORARY MATERIALIZED VIEW"
+        else:
+            name = _PROPERTY_NAMES.get(type(prop))
+            what = name.format(kind=kind) if name else f"CREATE {kind} ... WITH ({prop.sql(dialect='postgres')})"
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"{what} is not supported")
+    return temporary
+
+
+# PostgreSQL's CREATE LOCAL TEMP is CREATE TEMP; ON COMMIT DROP (which sqlglot does not parse)
+# is refused by name rather than as an unknown CREATE.
+_LOCAL_TEMP = re.compile(r"^(\s*CREATE\s+)LOCAL\s+(?=TEMP(?:ORARY)?\b)", re.IGNORECASE)
+_ON_COMMIT_DROP = re.compile(r"^\s*CREATE\s+(?:(?:LOCAL|GLOBAL)\s+)?TEMP(?:ORARY)?\s+TABLE\b.*\bON\s+COMMIT\s+DROP\b",
+                             re.IGNORECASE | re.DOTALL)
 
 
 def _classify(text: str, expr: exp.Expression) -> st.Statement:
@@ -258,14 +287,14 @@ def _classify(text: str, expr: exp.Expression) -> st.Statement:
         return st.Delete(text, expr)
     if isinstance(expr, exp.Create):
         kind = (expr.args.get("kind") or "").upper()
-        if kind in ("TABLE", "VIEW"):
-            _refuse_properties(expr, kind)
+        temporary = _refuse_properties(expr, kind) if kind in ("TABLE", "VIEW") else False
         if kind == "TABLE":
             if expr.expression is not None:
-                raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "CREATE TABLE ... AS not yet supported")
-            return st.CreateTable(text, expr)
+                raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                                f"CREATE {'TEMPORARY ' if temporary else ''}TABLE ... AS not yet supported")
+            return st.CreateTable(text, expr, temporary=temporary)
         if kind == "VIEW" and not expr.args.get("materialized"):
-            return st.CreateView(text, expr)
+            return st.CreateView(text, expr, temporary=temporary)
         if kind == "SCHEMA":
             return st.CreateSchema(text, [_folded(p) for p in expr.this.parts] if expr.this else [],
                                    bool(expr.args.get("exists")))

@@ -42,6 +42,7 @@ class RelationDesc:
     part: str | None = None
     read_at: int | None = None
     volatile: bool = False  # resolved anew for every plan (its read times change)
+    temporary: bool = False  # in a session's mz_temp schema: only temporary objects may depend on it
 
     @property
     def spark_name(self) -> str:

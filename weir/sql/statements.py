@@ -68,6 +68,7 @@ class Delete(Statement):
 @dataclass
 class CreateTable(Statement):
     expr: exp.Create = field(repr=False, default=None)  # type: ignore[assignment]
+    temporary: bool = False  # TEMP / TEMPORARY: in the session's mz_temp schema
 
     @property
     def kind(self) -> str:
@@ -77,6 +78,7 @@ class CreateTable(Statement):
 @dataclass
 class CreateView(Statement):
     expr: exp.Create = field(repr=False, default=None)  # type: ignore[assignment]
+    temporary: bool = False  # TEMP / TEMPORARY: in the session's mz_temp schema
 
     @property
     def kind(self) -> str:
