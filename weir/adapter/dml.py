@@ -86,6 +86,9 @@ def _updates(desc: RelationDesc, rows: list[list[Any]], diff: int) -> pa.Table:
             values = [v if v is None else cnum.numeric_stored(
                 v if isinstance(v, Decimal) else cnum.numeric_from_number(v), arrow.precision, arrow.scale)
                 for v in values]
+        elif pa.types.is_decimal(c.type.arrow):  # numeric(p,s) keeps NaN in PostgreSQL; weir cannot
+            values = [cnum.numeric_stored(v) if isinstance(v, Decimal) and not v.is_finite() else v
+                      for v in values]
         arrays[c.name] = pa.array(values, type=c.type.arrow)
     arrays["mz_diff"] = pa.array([diff] * len(rows), pa.int64())
     return pa.table(arrays)

@@ -13,6 +13,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.adapter import api, dataflow_errors, indexes, planning, privileges, system_reads
+from weir.codec.arrow_values import column_values
 from weir.compute import introspection as ci
 from weir.errors import SqlState, WeirError
 from weir.http import metrics
@@ -406,7 +407,7 @@ async def _stream(session: Session, batches: AsyncIterator[pa.RecordBatch], hold
         async for batch in batches:
             if batch.num_rows == 0:
                 continue
-            cols = [c.to_pylist() for c in batch.columns]
+            cols = [column_values(c) for c in batch.columns]
             yield list(zip(*cols, strict=True))
     finally:
         hold.release()

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from weir.adapter import api, indexes, planning, privileges, query
 from weir.adapter.subscribe_output import SubscribeOutput
+from weir.codec.arrow_values import column_values
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 from weir.sql import temporal
@@ -43,7 +44,7 @@ def _counts(table: pa.Table, names: list[str]) -> collections.Counter[Row]:
     out: collections.Counter[Row] = collections.Counter()
     if table.num_rows == 0:
         return out
-    cols = [table.column(n).to_pylist() for n in names]
+    cols = [column_values(table.column(n)) for n in names]
     for row, d in zip(zip(*cols, strict=True), table.column("mz_diff").to_pylist(), strict=True):
         out[_key(row)] += d
     return out
@@ -147,7 +148,7 @@ async def subscribe(session: Session, stmt: st.Subscribe, *, cluster_id: str | N
                     ups = await coord.storage.read_updates(direct.shard_id, frontier, hi)  # type: ignore[arg-type]
                     by_time: dict[int, collections.Counter[Row]] = collections.defaultdict(collections.Counter)
                     if ups.num_rows:
-                        cols = [ups.column(n).to_pylist() for n in names]
+                        cols = [column_values(ups.column(n)) for n in names]
                         for row, t, d in zip(zip(*cols, strict=True), ups.column("mz_timestamp").to_pylist(),
                                              ups.column("mz_diff").to_pylist(), strict=True):
                             by_time[t][_key(row)] += d

@@ -61,12 +61,24 @@ def _check_log(d: Decimal) -> None:
 
 
 def ln(d: Decimal) -> Decimal:
+    if not d.is_finite():  # numeric_ln: NaN and +Infinity are their own logarithm
+        if not d.is_nan():
+            _check_log(d)
+        return d
     _check_log(d)
     rscale = min(max(_MIN_SIG_DIGITS - _ln_dweight(d), dscale(d), 0), _MAX_SCALE)
     return _round(_CTX.ln(d), rscale)
 
 
 def log(base: Decimal, d: Decimal) -> Decimal:
+    if not (base.is_finite() and d.is_finite()):  # numeric_log's special values
+        if base.is_nan() or d.is_nan():
+            return Decimal("NaN")
+        _check_log(base)
+        _check_log(d)
+        if base.is_infinite():
+            return Decimal("NaN") if d.is_infinite() else Decimal(0)
+        return d  # log(finite, Infinity) = Infinity
     _check_log(base)
     _check_log(d)
     if base == 1:
@@ -77,8 +89,12 @@ def log(base: Decimal, d: Decimal) -> Decimal:
 
 
 def sqrt(d: Decimal) -> Decimal:
+    if d.is_nan():
+        return d
     if d < 0:
         raise WeirError("2201F", "cannot take square root of a negative number")
+    if d.is_infinite():
+        return d
     w, _ = _weight(d)
     sweight = (w + 1) * 4 // 2 - 1
     rscale = min(max(_MIN_SIG_DIGITS - sweight, dscale(d), 0), _MAX_SCALE)
@@ -86,6 +102,8 @@ def sqrt(d: Decimal) -> Decimal:
 
 
 def exp(d: Decimal) -> Decimal:
+    if not d.is_finite():  # PostgreSQL: exp(NaN) = NaN, exp(-Infinity) = 0, exp(Infinity) = Infinity
+        return Decimal(0) if d.is_infinite() and d < 0 else d
     val = float(d)
     if val * 0.434294481903252 > 131072:
         raise WeirError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")

@@ -14,12 +14,21 @@ from sqlglot.tokens import TokenType
 
 from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError
+from weir.sql import escapes
 
 _LABEL = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 
 _UNITS = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"}
 # meta mark of an array index sqlglot did not make 0-based (Weir.Parser._parse_bracket_key_value)
 ONE_BASED_INDEX = "weir_one_based_index"
+
+
+def _unicode_string(parser: Postgres.Parser, body: str) -> exp.Literal:
+    """U&'...' [UESCAPE 'c'] as the text it stands for (sqlglot decodes only decimal
+    digits after the escape character and not the six-digit +XXXXXX form)."""
+    given = parser._parse_string() if parser._match_text_seq("UESCAPE") else None
+    escape = escapes.unicode_escape_character(None if given is None else given.name)
+    return exp.Literal.string(escapes.check_unicode_string(body, escape))
 
 
 def _mz_logical_timestamp(args: list[exp.Expression]) -> exp.Expression:
@@ -42,7 +51,9 @@ class Weir(Postgres):
         LAMBDAS = {k: v for k, v in Postgres.Parser.LAMBDAS.items() if k != TokenType.ARROW}
         PRIMARY_PARSERS = {**Postgres.Parser.PRIMARY_PARSERS,
                            TokenType.BYTE_STRING: lambda self, token: self.expression(
-                               exp.Literal.string(token.text), token)}
+                               exp.Literal.string(token.text), token),
+                           TokenType.UNICODE_STRING: lambda self, token: self.expression(
+                               _unicode_string(self, token.text), token)}
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
                      "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
                      "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp,

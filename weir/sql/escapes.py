@@ -60,18 +60,22 @@ def check_escape_string(body: str) -> None:
         raise _error(SqlState.SYNTAX_ERROR, "invalid Unicode surrogate pair")
 
 
-def check_unicode_string(body: str, escape: str = "\\") -> None:
-    """U&'...' (body without quotes): escape + 4 hex digits or escape + '+' + 6 hex digits."""
-    i, high = 0, None
+def check_unicode_string(body: str, escape: str = "\\") -> str:
+    """U&'...' (body without quotes): escape + 4 hex digits or escape + '+' + 6 hex digits,
+    two escapes for the escape character itself. Returns the text it stands for (sqlglot
+    reads only decimal digits after an escape, and not the six-digit form)."""
+    i, high, out = 0, None, []
     while i < len(body):
         if body[i] != escape:
             if high is not None:
                 raise _error(SqlState.SYNTAX_ERROR, "invalid Unicode surrogate pair")
+            out.append(body[i])
             i += 1
             continue
         if body[i + 1:i + 2] == escape:
             if high is not None:
                 raise _error(SqlState.SYNTAX_ERROR, "invalid Unicode surrogate pair")
+            out.append(escape)
             i += 2
             continue
         if body[i + 1:i + 2] == "+":
@@ -80,26 +84,38 @@ def check_unicode_string(body: str, escape: str = "\\") -> None:
             digits, width, step = body[i + 1:i + 5], 4, 5
         if len(digits) < width or any(d not in _HEX for d in digits):
             raise _error(SqlState.SYNTAX_ERROR, "invalid Unicode escape")
-        high = _code_point(int(digits, 16), high)
+        value = int(digits, 16)
+        pending = _code_point(value, high)
+        if pending is None:
+            out.append(chr(0x10000 + ((high - 0xD800) << 10) + (value - 0xDC00)) if high is not None else chr(value))
+        high = pending
         i += step
     if high is not None:
         raise _error(SqlState.SYNTAX_ERROR, "invalid Unicode surrogate pair")
+    return "".join(out)
 
 
-def check(sql: str, tokens: list | None = None) -> None:
+def unicode_escape_character(given: str | None) -> str:
+    """The character UESCAPE names (backslash without one); PostgreSQL's rules for it."""
+    if given is None:
+        return "\\"
+    if len(given) != 1 or given in _HEX or given in "+'\" \t\n\r\f":
+        raise _error(SqlState.SYNTAX_ERROR, f"invalid Unicode escape character at or near \"'{given}'\"")
+    return given
+
+
+def check(sql: str, tokens: list) -> None:
     """Raise PostgreSQL's error for the first bad Unicode escape in a string constant."""
     if not _MAY_HAVE.search(sql):
         return
-    if tokens is None:
-        from weir.sql.dialect import Weir
-
-        tokens = Weir().tokenize(sql)
     for k, tok in enumerate(tokens):
         raw = sql[tok.start:tok.end + 1]
         if tok.token_type == TokenType.BYTE_STRING and raw[:2] in ("E'", "e'"):
             check_escape_string(raw[2:-1])
         elif tok.token_type == TokenType.UNICODE_STRING and raw[:3] in ("U&'", "u&'"):
             following = tokens[k + 1] if k + 1 < len(tokens) else None
+            given = None
             if following is not None and following.text.upper() == "UESCAPE":
-                continue  # another escape character: left to the tokenizer
-            check_unicode_string(raw[3:-1])
+                named = tokens[k + 2] if k + 2 < len(tokens) else None
+                given = named.text if named is not None and named.token_type == TokenType.STRING else ""
+            check_unicode_string(raw[3:-1], unicode_escape_character(given))

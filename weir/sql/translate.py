@@ -228,6 +228,9 @@ def array_constructor(node: exp.Expression, types: Types) -> exp.Expression:
     dimension on Spark (it would make an array of arrays and print Spark's text of it)."""
     if len(node.expressions) == 1 and isinstance(node.expressions[0], (exp.Select, exp.Subquery)):
         return array_subquery(node, types)
+    if not node.expressions and not isinstance(node.parent, exp.Cast):
+        raise WeirError(SqlState.INDETERMINATE_DATATYPE, "cannot determine type of empty array",
+                        hint="Explicitly cast to the desired type, for example ARRAY[]::integer[].")
     for e in node.expressions:
         t = types.of(e)
         if isinstance(e, exp.Array) or (t is not None and t.is_array):
@@ -541,6 +544,9 @@ def lead_lag(node: exp.Expression, types: Types) -> exp.Expression:
     """lead/lag with a default: the result has the common type of the value and the
     default (PostgreSQL: lead(int, 1, -1.4) is numeric), Spark casts the default to the
     value's type (-1)."""
+    offset = node.args.get("offset")  # PostgreSQL evaluates it per row; Spark takes a constant
+    if offset is not None and offset.find(exp.Column, exp.Select, exp.Subquery) is not None:
+        raise _refuse(f"{node.key} with an offset that is not a constant")
     default = node.args.get("default")
     if default is None:
         return node
