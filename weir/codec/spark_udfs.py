@@ -23,7 +23,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from weir.codec import jsonb_ops, numeric_math
+from weir.codec import datetime_ops, jsonb_ops, numeric_math
 from weir.codec import numeric as cnum
 from weir.errors import WeirError, runtime_marker
 
@@ -91,6 +91,18 @@ def _texts(out: Callable[[Any], str]) -> Callable[[Any], list[str | None] | None
     return lambda v: None if v is None else [None if x is None else out(x) for x in v]
 
 
+def weir_datetime(operation: str, *args: Any) -> str | None:
+    """One date/time operation (`datetime_ops.OPERATIONS`): `+result` (days or
+    microseconds since 1970) or a runtime marker for PostgreSQL's error, raised by the SQL
+    where the value is used (as for weir_jsonb)."""
+    if any(a is None for a in args):
+        return None
+    try:
+        return "+" + datetime_ops.OPERATIONS[operation](*args)
+    except WeirError as e:
+        return runtime_marker(e.sqlstate, e.message)
+
+
 # name -> (Python function, Spark return type)
 UDFS: dict[str, tuple[Callable[..., Any], str]] = {
     "weir_float8_out": (_null_safe(cnum.float8_out), "string"),
@@ -99,4 +111,5 @@ UDFS: dict[str, tuple[Callable[..., Any], str]] = {
     "weir_float4_texts": (_texts(cnum.float4_out), "array<string>"),
     "weir_jsonb": (weir_jsonb, "string"),
     "weir_numeric": (weir_numeric, "string"),
+    "weir_datetime": (weir_datetime, "string"),
 }

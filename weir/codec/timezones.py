@@ -18,6 +18,7 @@ import importlib.resources
 import re
 import struct
 import zoneinfo
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -226,3 +227,68 @@ def dynamic_zone(ab: Abbrev) -> Zone:
 
 def epoch_seconds(naive_utc: dt.datetime) -> int:
     return int((naive_utc - dt.datetime(1970, 1, 1)).total_seconds() // 1)
+
+
+# ------------------------------------------------------------ AT TIME ZONE
+
+
+def resolve(name: str) -> Abbrev | Zone:
+    """What AT TIME ZONE / timezone() reads a zone text as: an abbreviation first, then a
+    full zone name; 22023 for neither (timestamptz_zone, timestamp_zone)."""
+    ab = abbrev(name.lower()[:63])
+    if ab is not None:
+        return ab
+    z = zone(name)
+    if z is None:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'time zone "{name}" not recognized')
+    return z
+
+
+def _range(f: Callable[[], dt.datetime]) -> dt.datetime:
+    try:
+        return f()
+    except (OverflowError, ValueError):
+        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
+
+
+def local_of_utc(utc: dt.datetime, name: str) -> dt.datetime:
+    """timestamptz AT TIME ZONE name: the wall-clock time there (naive)."""
+    r = resolve(name)
+    if isinstance(r, Abbrev):
+        if r.zone is None:
+            return _range(lambda: utc + dt.timedelta(seconds=r.offset))
+        east = abbrev_offset(r, epoch_seconds(utc))
+        if east is None:
+            east = dynamic_zone(r).utcoffset_at_utc(utc)
+        return _range(lambda: utc + dt.timedelta(seconds=east))
+    return _range(lambda: utc + dt.timedelta(seconds=r.utcoffset_at_utc(utc)))
+
+
+def utc_of_local(local: dt.datetime, name: str) -> dt.datetime:
+    """timestamp AT TIME ZONE name: the instant (naive UTC) of that wall-clock time there."""
+    r = resolve(name)
+    if isinstance(r, Abbrev):
+        if r.zone is None:
+            return _range(lambda: local - dt.timedelta(seconds=r.offset))
+        z = dynamic_zone(r)
+        utc = _range(lambda: z.local_to_utc(local))
+        east = abbrev_offset(r, epoch_seconds(utc))
+        return utc if east is None else _range(lambda: local - dt.timedelta(seconds=east))
+    return _range(lambda: r.local_to_utc(local))
+
+
+def spark_zone(name: str) -> str | None:
+    """The zone text Spark's from_utc_timestamp means the same by, if there is one: a fixed
+    abbreviation's offset, an IANA region name or UTC. None: weir computes it (dynamic
+    abbreviations, POSIX zones, other names)."""
+    r = resolve(name)
+    if isinstance(r, Abbrev):
+        if r.zone is not None:
+            return None
+        sign = "-" if r.offset < 0 else "+"
+        h, rem = divmod(abs(r.offset), 3600)
+        m, s = divmod(rem, 60)
+        return f"{sign}{h:02d}:{m:02d}:{s:02d}"
+    if r.info is not None and ("/" in r.name and not r.name.startswith("Etc/") or r.name == "UTC"):
+        return r.name
+    return None

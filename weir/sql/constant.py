@@ -12,9 +12,12 @@ import pyarrow as pa
 from sqlglot import exp
 
 from weir import types as T
+from weir.codec import datetime as cdt
+from weir.codec import datetime_ops
 from weir.codec import interval as cinterval
 from weir.codec import interval_math as cinterval_math
 from weir.codec import numeric_math as nm
+from weir.codec import timezones as tzs
 from weir.errors import SqlState, WeirError
 from weir.sql.render import (
     SessionContext,
@@ -152,6 +155,13 @@ def _eval(e: exp.Expression) -> Value:
         return _justify(e)
     if isinstance(e, exp.Extract):
         return _extract(e)
+    if isinstance(e, exp.AtTimeZone):
+        return _at_time_zone(e)
+    if isinstance(e, exp.UnixToTime):
+        v, t = _eval(e.this)
+        if t.oid not in _RANK and not _textual(t):
+            raise NotConstant
+        return (None if v is None else datetime_ops.to_timestamp_epoch(float(v)).replace(tzinfo=dt.UTC)), T.TIMESTAMPTZ
     if isinstance(e, (exp.Upper, exp.Lower)):
         a, _ = _eval(e.this)
         return (None if a is None else (a.upper() if isinstance(e, exp.Upper) else a.lower())), T.TEXT
@@ -275,6 +285,33 @@ def _extract(e: exp.Extract) -> Value:
     if numeric:
         return decimal.Decimal(value).scaleb(-scale), rt
     return cinterval_math.date_part(e.this.name, v), rt
+
+
+def _at_time_zone(e: exp.AtTimeZone) -> Value:
+    """ts AT TIME ZONE zone / timezone(zone, ts) with PostgreSQL's zone names
+    (weir.codec.timezones): a timestamp's instant there, a timestamptz's wall-clock time."""
+    zone = e.args.get("zone")
+    if zone is None:
+        raise NotConstant
+    z, zt = _eval(zone)
+    if not _textual(zt) or zt.is_array:
+        raise NotConstant
+    if isinstance(e.this, exp.Literal) and e.this.is_string:  # untyped: read as a timestamptz
+        v, t = cdt.timestamptz_in(e.this.this), T.TIMESTAMPTZ
+    else:
+        v, t = _eval(e.this)
+    if t.oid == T.DATE.oid:
+        v, t = (None if v is None else dt.datetime(v.year, v.month, v.day)), T.TIMESTAMP
+    if t.oid == T.TIMESTAMP.oid:
+        if v is None or z is None:
+            return None, T.TIMESTAMPTZ
+        return tzs.utc_of_local(v.replace(tzinfo=None), z).replace(tzinfo=dt.UTC), T.TIMESTAMPTZ
+    if t.oid == T.TIMESTAMPTZ.oid:
+        if v is None or z is None:
+            return None, T.TIMESTAMP
+        utc = v.astimezone(dt.UTC).replace(tzinfo=None) if v.tzinfo is not None else v
+        return tzs.local_of_utc(utc, z), T.TIMESTAMP
+    raise NotConstant
 
 
 def _arith(e: exp.Binary) -> Value:

@@ -57,6 +57,13 @@ class Weir(Postgres):
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
                      "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
                      "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp,
+                     # timezone(zone, ts) is ts AT TIME ZONE zone; to_timestamp(text, text) and
+                     # to_date keep PostgreSQL's template (sqlglot rewrites it as strftime's)
+                     "TIMEZONE": lambda args: exp.AtTimeZone(this=args[1], zone=args[0]) if len(args) == 2
+                     else exp.Anonymous(this="timezone", expressions=args),
+                     "TO_TIMESTAMP": lambda args: exp.UnixToTime(this=args[0]) if len(args) == 1
+                     else exp.Anonymous(this="to_timestamp", expressions=args),
+                     "TO_DATE": lambda args: exp.Anonymous(this="to_date", expressions=args),
                      "DATE_BIN": lambda args: _date_bin(args),  # origin in parentheses (below)
                      # ROW(a, b) is the row constructor (a, b), not a function named row
                      "ROW": lambda args: exp.Tuple(expressions=args)}

@@ -20,6 +20,7 @@ from weir.sql import (
     array_functions,
     calendar,
     comparisons,
+    datetime_sql,
     interval_text,
     jsonb,
     numeric_ops,
@@ -305,3 +306,5 @@ for _node in (exp.ArrayContainsAll, exp.ArrayContainedBy):
     _HANDLERS[_node] = (lambda jsonb_handler: lambda n, t: array_functions.containment(n, t)
                         if array_functions.is_array_operand(n, t) else jsonb_handler(n, t))(_HANDLERS[_node])
 _HANDLERS[exp.ArrayOverlaps] = array_functions.containment
+# text to date/time casts of columns, AT TIME ZONE, to_timestamp(double): weir.sql.datetime_sql
+_HANDLERS.update(datetime_sql.handlers(_HANDLERS))

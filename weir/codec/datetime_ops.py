@@ -1,0 +1,70 @@
+"""Date/time operations the replica runs as Python UDFs (one UDF, `weir_datetime`, in
+`weir.codec.spark_udfs`), because Spark has no faithful equivalent: PostgreSQL's input
+of date/time text (Spark's casts read other formats and give NULL for bad input),
+AT TIME ZONE with PostgreSQL's zone names, to_timestamp(double). The coordinator
+evaluates constants with the same functions.
+
+Timestamps cross the UDF boundary as microseconds since 1970 (UTC for timestamptz, the
+wall-clock reading for timestamp), dates as days since 1970: no time zone conversion
+by Spark or Python in between.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+from typing import Any
+
+from weir.codec import datetime as cdt
+from weir.codec import timezones as tzs
+from weir.errors import SqlState, WeirError
+
+EPOCH = dt.datetime(1970, 1, 1)
+_US = dt.timedelta(microseconds=1)
+
+
+def micros(v: dt.datetime) -> int:
+    if v.tzinfo is not None:
+        v = v.astimezone(dt.UTC).replace(tzinfo=None)
+    return (v - EPOCH) // _US
+
+
+def from_micros(n: int) -> dt.datetime:
+    try:
+        return EPOCH + dt.timedelta(microseconds=n)
+    except OverflowError:
+        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
+
+
+def to_timestamp_epoch(seconds: float) -> dt.datetime:
+    """to_timestamp(double precision): seconds since 1970 as a timestamptz (naive UTC)."""
+    if math.isnan(seconds):
+        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, "timestamp cannot be NaN")
+    if math.isinf(seconds):
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "infinite timestamp values are not supported")
+    # PostgreSQL's range (Julian day 0 to its end of timestamps), then weir's (years 1 to 9999)
+    if seconds < -210866803200.0 or seconds >= 9224318016000.0:
+        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, f'timestamp out of range: "{_g(seconds)}"')
+    pg = seconds - 946684800.0  # to PostgreSQL's epoch first, as float8, as PostgreSQL does
+    us = int(round(pg * 1_000_000)) + 946684800 * 1_000_000
+    try:
+        return EPOCH + dt.timedelta(microseconds=us)
+    except OverflowError:
+        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, f'timestamp out of range: "{_g(seconds)}"') from None
+
+
+def _g(x: float) -> str:
+    """C's %g."""
+    return f"{x:g}"
+
+
+OPERATIONS: dict[str, Callable[..., Any]] = {
+    "date_in": lambda s: str((cdt.date_in(s) - EPOCH.date()).days),
+    "timestamp_in": lambda s: str(micros(cdt.timestamp_in(s))),
+    "timestamptz_in": lambda s: str(micros(cdt.timestamptz_in(s))),
+    # timestamptz AT TIME ZONE z: the wall-clock reading there; timestamp AT TIME ZONE z: the instant
+    "zone_tz": lambda zone, us: str(micros(tzs.local_of_utc(from_micros(int(us)), zone))),
+    "zone_ts": lambda zone, us: str(micros(tzs.utc_of_local(from_micros(int(us)), zone))),
+    "to_timestamp_epoch": lambda x: str(micros(to_timestamp_epoch(float(x)))),
+}
