@@ -231,9 +231,9 @@ def _reads(stmt: str, names: set[str]) -> set[str]:
 def _shuffled_answers(pg: psycopg.Connection, stmt: str, tries: int = 2) -> list[Outcome]:
     """PostgreSQL's answers to `stmt` with the rows of each table it reads rewritten in a
     random order (in a transaction rolled back afterwards)."""
-    tables = {r[0] for r in pg.execute(
+    tables = {r[0] for r in pg.execute(  # the session's temporary tables too (window's empsalary)
         "SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE relkind = 'r' AND nspname = ANY (current_schemas(false))").fetchall()}
+        "WHERE relkind = 'r' AND (nspname = ANY (current_schemas(false)) OR n.oid = pg_my_temp_schema())").fetchall()}
     read = sorted(_reads(stmt, tables))
     out = []
     for _ in range(tries if read else 0):
