@@ -7,7 +7,8 @@ codecs in `weir.codec` to put values on the wire.
 
 Python value domain shared by all layers: bool, int, float, decimal.Decimal,
 str, bytes, datetime.date, datetime.datetime (naive for timestamp, aware UTC
-for timestamptz), datetime.timedelta (interval), uuid.UUID or str (uuid),
+for timestamptz), datetime.timedelta or weir.codec.interval.PgInterval or a
+{months, days, micros} dict (interval), uuid.UUID or str (uuid),
 str (jsonb text), list (arrays), int (mz_timestamp).
 """
 
@@ -19,6 +20,9 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 
 from weir.errors import SqlState, WeirError
+
+INTERVAL_DDL = "STRUCT<months: INT, days: INT, micros: BIGINT>"
+INTERVAL_ARROW = pa.struct([("months", pa.int32()), ("days", pa.int32()), ("micros", pa.int64())])
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,9 @@ _BASE: list[PgType] = [
     PgType("date", 1082, 4, 1182, "DATE", pa.date32()),
     PgType("timestamp", 1114, 8, 1115, "TIMESTAMP_NTZ", pa.timestamp("us")),
     PgType("timestamp with time zone", 1184, 8, 1185, "TIMESTAMP", pa.timestamp("us", "UTC")),
-    PgType("interval", 1186, 16, 1187, "INTERVAL DAY TO SECOND", pa.duration("us"), stored_as="long"),
+    # PostgreSQL's three fields, stored and computed on Spark as they are (weir.sql.interval_ops
+    # compares, groups and sorts them by their span, as PostgreSQL does)
+    PgType("interval", 1186, 16, 1187, INTERVAL_DDL, INTERVAL_ARROW),
     PgType("uuid", 2950, 16, 2951, "STRING", pa.string()),
     PgType("bytea", 17, -1, 1001, "BINARY", pa.binary()),
     PgType("jsonb", 3802, -1, 3807, "STRING", pa.string()),
@@ -262,6 +268,12 @@ def from_spark(spark_type: object) -> PgType:
     return TEXT
 
 
+def is_interval_arrow(t: pa.DataType) -> bool:
+    """An interval's struct<months, days, micros> (whatever its fields' nullability)."""
+    return (pa.types.is_struct(t) and [f.name for f in t] == ["months", "days", "micros"]
+            and [f.type for f in t] == [pa.int32(), pa.int32(), pa.int64()])
+
+
 def from_arrow(arrow_type: pa.DataType) -> PgType:
     """The PgType for an Arrow type (results streamed back from a replica)."""
     t = arrow_type
@@ -289,6 +301,8 @@ def from_arrow(arrow_type: pa.DataType) -> PgType:
         return BYTEA
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return array_of(from_arrow(t.value_type))
+    if is_interval_arrow(t):
+        return INTERVAL
     if pa.types.is_struct(t) or pa.types.is_map(t):
         return JSONB
     return TEXT

@@ -19,6 +19,8 @@ from weir.codec import (
     encode_binary,
     encode_text,
 )
+from weir.codec.interval import PgInterval
+from weir.codec.interval_value import to_pg
 from weir.errors import WeirError
 from weir.types import (
     BOOL,
@@ -106,11 +108,11 @@ SAMPLES: list[tuple[PgType, Any, bytes, bytes]] = [
      b"\x00\x00\x00\x00\x00\x00\x00\x01"),
     (TIMESTAMPTZ, dt.datetime(2020, 1, 2, 3, 4, 5, tzinfo=UTC), b"2020-01-02 03:04:05+00",
      b"\x00\x02>\x1e6\xef\x13@"),
-    (INTERVAL, dt.timedelta(days=1, hours=2, minutes=3, seconds=4.5), b"1 day 02:03:04.5",
+    (INTERVAL, PgInterval(0, 1, 7_384_500_000), b"1 day 02:03:04.5",
      b"\x00\x00\x00\x01\xb8&\x87 \x00\x00\x00\x01\x00\x00\x00\x00"),
-    (INTERVAL, dt.timedelta(days=-1), b"-1 days", b"\x00" * 8 + b"\xff\xff\xff\xff\x00\x00\x00\x00"),
-    (INTERVAL, dt.timedelta(hours=-1), b"-01:00:00", b"\xff\xff\xff\xff)l\\\x00" + b"\x00" * 8),
-    (INTERVAL, dt.timedelta(0), b"00:00:00", b"\x00" * 16),
+    (INTERVAL, PgInterval(0, -1, 0), b"-1 days", b"\x00" * 8 + b"\xff\xff\xff\xff\x00\x00\x00\x00"),
+    (INTERVAL, PgInterval(0, 0, -3_600_000_000), b"-01:00:00", b"\xff\xff\xff\xff)l\\\x00" + b"\x00" * 8),
+    (INTERVAL, PgInterval(0, 0, 0), b"00:00:00", b"\x00" * 16),
     (UUID, U, U.encode(), b"\xa0\xee\xbc\x99\x9c\x0bN\xf8\xbbmk\xb9\xbd8\n\x11"),
     (BYTEA, b"\x01\x02\xff", b"\\x0102ff", b"\x01\x02\xff"),
     (TEXT_ARRAY, ["a", "b", "c d", None, "", "null", 'x"y', "a\\\\b", "{", "a,b", " x"],
@@ -172,8 +174,10 @@ def test_round_trips(t: PgType, value: Any) -> None:
     assert encode_text(decode_text(text, t), t) == text
     assert encode_binary(decode_binary(binary, t), t) == binary
     if value == value and "NaN" not in text.decode():
-        assert decode_text(text, t) == value
-        assert decode_binary(binary, t) == value
+        want = to_pg(value) if t.oid == INTERVAL.oid else [to_pg(x) for x in value] \
+            if t.element is not None and t.element.oid == INTERVAL.oid else value  # PostgreSQL's fields
+        assert decode_text(text, t) == want
+        assert decode_binary(binary, t) == want
 
 
 def test_numeric_binary_round_trips_many_values() -> None:
@@ -261,8 +265,8 @@ def test_decode_text(t: PgType, text: str, value: Any) -> None:
 
 
 @pytest.mark.parametrize(("text", "out"), [
-    ("1 day 02:03:04.5", "1 day 02:03:04.5"), ("-1 hour", "-01:00:00"), ("1 day -1 hour", "23:00:00"),
-    ("25 hours", "1 day 01:00:00"), ("1:2.5", "00:01:02.5"),
+    ("1 day 02:03:04.5", "1 day 02:03:04.5"), ("-1 hour", "-01:00:00"), ("1 day -1 hour", "1 day -01:00:00"),
+    ("25 hours", "25:00:00"), ("1:2.5", "00:01:02.5"),
     ("1 2:03:04", "1 day 02:03:04"), ("@ 1 day ago", "-1 days"), ("P3DT4H5M6.5S", "3 days 04:05:06.5"),
     ("5", "00:00:05"), ("1:2", "01:02:00"), ("2 weeks", "14 days"), ("10 ms", "00:00:00.01"),
     ("-1.5 days", "-1 days -12:00:00"), ("1 h 2 m 3 s", "01:02:03"),
@@ -290,15 +294,13 @@ def test_character_n_is_kept_unpadded_and_shown_padded() -> None:
 
 @pytest.mark.parametrize("text", ["1.5 months", "1-2", "0.1 year", "P1Y2M3DT4H5M6.5S", "1-2 3:4 5 day",
                                   "0.5 decade"])
-def test_interval_with_months_is_refused_not_changed(text: str) -> None:
-    """weir keeps intervals as days and time; a month is not 30 days when added to a date,
-    so a value with months is refused (0A000) instead of stored as something else."""
-    with pytest.raises(WeirError) as e:
-        decode_text(text.encode(), INTERVAL)
-    assert e.value.sqlstate == "0A000" and "months" in e.value.message
-    with pytest.raises(WeirError):
-        decode_binary(struct.pack(">qii", 1, 2, 3), INTERVAL)
-    assert decode_binary(struct.pack(">qii", 1, 2, 0), INTERVAL) == dt.timedelta(days=2, microseconds=1)
+def test_interval_with_months_keeps_them(text: str) -> None:
+    """Intervals keep PostgreSQL's three fields (stored as struct<months, days, micros>)."""
+    v = decode_text(text.encode(), INTERVAL)
+    assert isinstance(v, PgInterval) and v.months != 0
+    assert decode_text(encode_text(v, INTERVAL), INTERVAL).months == v.months
+    got = decode_binary(struct.pack(">qii", 1, 2, 3), INTERVAL)
+    assert (got.months, got.days, got.micros) == (3, 2, 1)
 
 
 def test_array_literals() -> None:
@@ -453,7 +455,7 @@ def test_copy_text_row_matches_postgres() -> None:
     (dt.date(2020, 1, 1), TIMESTAMP, dt.datetime(2020, 1, 1)),
     (dt.datetime(2020, 1, 1), TIMESTAMPTZ, dt.datetime(2020, 1, 1, tzinfo=UTC)),
     (dt.datetime(2020, 1, 1, 5, tzinfo=dt.timezone(dt.timedelta(hours=5))), TIMESTAMP, dt.datetime(2020, 1, 1)),
-    ("1 day", INTERVAL, dt.timedelta(days=1)), (uuid.UUID(U), UUID, U), ("\\x0102", BYTEA, b"\x01\x02"),
+    ("1 day", INTERVAL, PgInterval(0, 1, 0)), (uuid.UUID(U), UUID, U), ("\\x0102", BYTEA, b"\x01\x02"),
     (bytearray(b"x"), BYTEA, b"x"), ('{"b":1,"a":[1,2]}', JSONB, '{"a": [1, 2], "b": 1}'),
     ({"k": [1, "v"]}, JSONB, '{"k": [1, "v"]}'), (None, INT4, None),
     (dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC), MZ_TIMESTAMP, 1000),

@@ -17,7 +17,6 @@ from pyiceberg.types import (
     DecimalType,
     IntegerType,
     ListType,
-    LongType,
     StringType,
     TimestamptzType,
 )
@@ -27,7 +26,7 @@ from weir.errors import SqlState, WeirError
 from weir.storage import Fenced, ShardStore, UpperMismatch
 from weir.storage.consolidate import consolidate
 from weir.storage.persist import PROP_UPPER
-from weir.storage.schema import iceberg_schema, storage_arrow_type
+from weir.storage.schema import from_storage, iceberg_schema, storage_arrow_type
 
 UTC = datetime.UTC
 
@@ -76,7 +75,7 @@ ALL_TYPES = [
     ("d", T.DATE, [datetime.date(2024, 2, 29), None]),
     ("ts", T.TIMESTAMP, [datetime.datetime(2024, 1, 2, 3, 4, 5, 6), None]),
     ("tz", T.TIMESTAMPTZ, [datetime.datetime(2024, 1, 2, 3, 4, 5, 6, tzinfo=UTC), None]),
-    ("iv", T.INTERVAL, [datetime.timedelta(days=2, seconds=3, microseconds=4), None]),
+    ("iv", T.INTERVAL, [{"months": 1, "days": 2, "micros": 3_000_004}, None]),
     ("u", T.UUID, [str(uuid.UUID(int=42)), None]),
     ("by", T.BYTEA, [b"\x00\x01", None]),
     ("j", T.JSONB, ['{"a": 1}', None]),
@@ -111,13 +110,13 @@ def test_every_type_round_trips(store: ShardStore) -> None:
 
 def test_storage_types_follow_type_map() -> None:
     assert storage_arrow_type(T.INT2) == pa.int32()
-    assert storage_arrow_type(T.INTERVAL) == pa.int64()
+    assert storage_arrow_type(T.INTERVAL) == T.INTERVAL.arrow  # struct<months, days, micros>
     assert storage_arrow_type(T.TEXT_ARRAY) == pa.list_(pa.string())
     schema = iceberg_schema([("a", T.INT2, True), ("b", T.INTERVAL, False), ("c", T.NUMERIC, True),
                              ("d", T.TIMESTAMPTZ, True), ("e", T.TEXT_ARRAY, True)])
     f = {x.name: x for x in schema.fields}
     assert isinstance(f["a"].field_type, IntegerType)
-    assert isinstance(f["b"].field_type, LongType) and f["b"].required
+    assert [x.name for x in f["b"].field_type.fields] == ["months", "days", "micros"] and f["b"].required
     assert f["c"].field_type == DecimalType(38, 10)
     assert isinstance(f["d"].field_type, TimestamptzType)
     assert isinstance(f["e"].field_type, ListType) and isinstance(f["e"].field_type.element_type, StringType)
@@ -136,7 +135,7 @@ def test_input_conversion_and_validation(store: ShardStore) -> None:
     })
     shard.compare_and_append(ok, 0, 1, 0)
     r = shard.snapshot(0).to_pylist()[0]
-    assert r["iv"] == datetime.timedelta(seconds=1) and r["u"] == str(uuid.UUID(int=7))
+    assert r["iv"] == {"months": 0, "days": 0, "micros": 1_000_000} and r["u"] == str(uuid.UUID(int=7))
     null_key = ok.set_column(0, "k", pa.array([None], pa.int64()))
     with pytest.raises(WeirError) as e:
         shard.compare_and_append(null_key, 1, 2, 0)
@@ -146,18 +145,22 @@ def test_input_conversion_and_validation(store: ShardStore) -> None:
     assert shard.frontiers().upper == 1
 
 
-def test_interval_stored_as_microseconds(store: ShardStore) -> None:
+def test_interval_stored_with_its_three_fields(store: ShardStore) -> None:
+    """An interval is stored as struct<months, days, micros>; timedeltas (weir's builtin
+    relations) and microseconds (shards written before) are whole days and the rest."""
     import pyarrow.parquet as pq
 
     shard = store.create_shard("u1", [("iv", T.INTERVAL, True), ("s", T.INT2, True)])
     shard.compare_and_append(
-        pa.table({"iv": pa.array([datetime.timedelta(seconds=2)], pa.duration("us")),
+        pa.table({"iv": pa.array([datetime.timedelta(days=1, seconds=2)], pa.duration("us")),
                   "s": pa.array([3], pa.int16()), "mz_timestamp": [0], "mz_diff": [1]}), 0, 1, 0)
     plan = shard.data_files(0)
     t = pq.read_table(plan.files[0])
-    assert t.schema.field("iv").type == pa.int64() and t["iv"].to_pylist() == [2_000_000]
+    assert t["iv"].to_pylist() == [{"months": 0, "days": 1, "micros": 2_000_000}]
     assert t.schema.field("s").type == pa.int32()
-    assert plan.arrow_schema.field("iv").type == pa.int64()
+    legacy = from_storage(pa.table({"iv": pa.array([-90_000_000_000], pa.int64()), "mz_diff": [1]}),
+                          [("iv", T.INTERVAL, True)])
+    assert legacy["iv"].to_pylist() == [{"months": 0, "days": -1, "micros": -3_600_000_000}]
 
 
 # ---- frontiers, compare-and-append, fencing ------------------------------------------------

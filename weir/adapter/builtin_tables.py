@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from weir.catalog.builtin_contents import BuiltinContents, Changes, Row
 from weir.catalog.builtins import BUILTIN_TABLES, BuiltinTable
+from weir.codec import interval_value as cinterval_value
 
 if TYPE_CHECKING:
     from weir.adapter.coordinator import Coordinator
@@ -161,6 +162,6 @@ def builtin_updates(b: BuiltinTable, rows: Changes) -> pa.Table:
         vals = list(column)
         if t.is_array:
             vals = [list(v) if v is not None else None for v in vals]
-        arrays[name] = pa.array(vals, type=t.arrow)
+        arrays[name] = pa.array(cinterval_value.for_arrow(vals, t), type=t.arrow)
     arrays["mz_diff"] = pa.array([d for _, d in rows], pa.int64())
     return pa.table(arrays)

@@ -14,6 +14,7 @@ import pyarrow as pa
 from weir import codec
 from weir.adapter import api, query
 from weir.catalog.model import Item
+from weir.codec import interval_value as cinterval_value
 from weir.sql.plan import QueryPlan
 
 if TYPE_CHECKING:
@@ -36,8 +37,8 @@ async def evaluate(session: Session, plan: QueryPlan, columns: list[api.Column])
 
 def _updates(item: Item) -> pa.Table:
     rows = item.definition.get("rows", [])
-    arrays = {c.name: pa.array([None if r[i] is None else codec.decode_text(r[i].encode(), c.type)
-                                for r in rows], type=c.type.arrow)
+    arrays = {c.name: pa.array(cinterval_value.for_arrow([None if r[i] is None else codec.decode_text(r[i].encode(), c.type)
+                                                          for r in rows], c.type), type=c.type.arrow)
               for i, c in enumerate(item.columns)}
     arrays["mz_diff"] = pa.array([1] * len(rows), pa.int64())
     return pa.table(arrays)

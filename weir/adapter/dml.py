@@ -13,6 +13,7 @@ from sqlglot import exp
 from weir import codec
 from weir.adapter import api, planning, query
 from weir.adapter.privileges import require
+from weir.codec import interval_value as cinterval_value
 from weir.codec import numeric as cnum
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
@@ -89,7 +90,7 @@ def _updates(desc: RelationDesc, rows: list[list[Any]], diff: int) -> pa.Table:
         elif pa.types.is_decimal(c.type.arrow):  # numeric(p,s) keeps NaN in PostgreSQL; weir cannot
             values = [cnum.numeric_stored(v) if isinstance(v, Decimal) and not v.is_finite() else v
                       for v in values]
-        arrays[c.name] = pa.array(values, type=c.type.arrow)
+        arrays[c.name] = pa.array(cinterval_value.for_arrow(values, c.type), type=c.type.arrow)
     arrays["mz_diff"] = pa.array([diff] * len(rows), pa.int64())
     return pa.table(arrays)
 

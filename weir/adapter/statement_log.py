@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from weir.catalog.builtins import by_name
 from weir.catalog.vars import lookup_var
+from weir.codec import interval_value as cinterval_value
 from weir.http import metrics
 from weir.sql.redact import redact as redact_statement
 
@@ -189,7 +190,8 @@ def _batch(b: Any, added: list[Row], retracted: list[Row]) -> pa.Table:
     """A builtin's updates as Arrow: `added` with diff +1, `retracted` with -1. Times are
     microseconds since the epoch, arrays tuples or lists: both as Arrow takes them."""
     rows = added + retracted
-    arrays = {name: pa.array(list(map(itemgetter(i), rows)), type=t.arrow) for i, (name, t) in enumerate(b.columns)}
+    arrays = {name: pa.array(cinterval_value.for_arrow(list(map(itemgetter(i), rows)), t), type=t.arrow)
+              for i, (name, t) in enumerate(b.columns)}
     arrays["mz_diff"] = pa.array(np.repeat(np.array([1, -1], np.int64), [len(added), len(retracted)]))
     return pa.table(arrays)
 

@@ -30,6 +30,7 @@ from typing import Any
 from weir.codec import array as carr
 from weir.codec import datetime as cdt
 from weir.codec import interval as cinterval
+from weir.codec import interval_value as cinterval_value
 from weir.codec import json as cjson
 from weir.codec import numeric as cnum
 from weir.errors import SqlState, WeirError
@@ -198,7 +199,7 @@ _IN: dict[int, Callable[[str, PgType], Any]] = {
     _DATE: lambda s, t: cdt.date_in(s),
     _TIMESTAMP: lambda s, t: cdt.timestamp_in(s),
     _TIMESTAMPTZ: lambda s, t: cdt.timestamptz_in(s),
-    _INTERVAL: lambda s, t: cdt.parse_interval(s),
+    _INTERVAL: lambda s, t: cinterval.parse(s),
     _UUID: _uuid_in,
     _BYTEA: _bytea_in,
     _INT2VECTOR: lambda s, t: [_int_in(x, BY_OID[_INT2]) for x in s.split()],
@@ -230,7 +231,7 @@ _OUT: dict[int, Callable[[Any], str]] = {
     _DATE: cdt.date_out,
     _TIMESTAMP: cdt.timestamp_out,
     _TIMESTAMPTZ: cdt.timestamptz_out,
-    _INTERVAL: lambda v: cinterval.out(v) if isinstance(v, cinterval.PgInterval) else cdt.interval_out(v),
+    _INTERVAL: lambda v: cinterval.out(cinterval_value.to_pg(v)),
     _UUID: _uuid_out,
     _BYTEA: lambda v: "\\x" + v.hex(),
     _INT2VECTOR: lambda v: " ".join(str(x) for x in v),
@@ -261,7 +262,7 @@ _SEND: dict[int, Callable[[Any], bytes]] = {
     _DATE: cdt.date_send,
     _TIMESTAMP: cdt.timestamp_send,
     _TIMESTAMPTZ: cdt.timestamptz_send,
-    _INTERVAL: lambda v: cinterval.send(v) if isinstance(v, cinterval.PgInterval) else cdt.interval_send(v),
+    _INTERVAL: lambda v: cinterval.send(cinterval_value.to_pg(v)),
     _UUID: lambda v: (uuid.UUID(v) if isinstance(v, str) else v).bytes,
     _BYTEA: bytes,
 }
@@ -307,7 +308,7 @@ _RECV: dict[int, Callable[[bytes, PgType], Any]] = {
     _DATE: lambda b, t: cdt.date_recv(b),
     _TIMESTAMP: lambda b, t: cdt.timestamp_recv(b),
     _TIMESTAMPTZ: lambda b, t: cdt.timestamptz_recv(b),
-    _INTERVAL: lambda b, t: cdt.interval_recv(b),
+    _INTERVAL: lambda b, t: cinterval_value.recv(b),
     _UUID: lambda b, t: str(uuid.UUID(bytes=bytes(b))),
     _BYTEA: lambda b, t: bytes(b),
 }
@@ -463,7 +464,7 @@ def _type_of(v: Any) -> str:
     if isinstance(v, dt.datetime):
         return "timestamp with time zone" if v.tzinfo else "timestamp without time zone"
     names = {float: "double precision", Decimal: "numeric", str: "text", bytes: "bytea",
-             dt.date: "date", dt.timedelta: "interval", uuid.UUID: "uuid", dict: "jsonb",
+             dt.date: "date", dt.timedelta: "interval", cinterval.PgInterval: "interval", uuid.UUID: "uuid", dict: "jsonb",
              list: "array", tuple: "record"}
     return next((n for k, n in names.items() if isinstance(v, k)), type(v).__name__)
 
@@ -574,7 +575,7 @@ _COERCE: dict[int, Callable[[Any, PgType, str | None], Any]] = {
     _TEXT: _co_text, _VARCHAR: _co_text, _BPCHAR: _co_text, _NAME: _co_text, _UNKNOWN: _co_text,
     _JSON: _co_json, _JSONB: _co_json,
     _DATE: _co_date, _TIMESTAMP: _co_timestamp, _TIMESTAMPTZ: _co_timestamp,
-    _INTERVAL: _co_instance(dt.timedelta, lambda v: v),
+    _INTERVAL: _co_instance((dt.timedelta, cinterval.PgInterval, dict), cinterval_value.to_pg),
     _UUID: _co_instance(uuid.UUID, str),
     _BYTEA: _co_instance((bytes, bytearray, memoryview), bytes),
 }

@@ -8,7 +8,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.errors import SqlState, WeirError
-from weir.sql import infer
+from weir.sql import infer, interval_sql
 from weir.sql.infer import Types
 from weir.sql.translate import epoch_millis as _epoch_millis
 from weir.sql.translate import refuse as _refuse
@@ -159,6 +159,8 @@ def ordered(node: exp.Expression, types: Types) -> exp.Expression:
         if t.element is None or t.element.oid == T.RECORD_OID:
             raise _refuse("ORDER BY an array of records")
         node.set("this", array_order_key(key))
+    if infer.is_interval(t) and key is not None:  # by its span, as PostgreSQL sorts intervals
+        node.set("this", interval_sql.span(key))
     return node
 
 
@@ -181,10 +183,10 @@ def _output_column(node: exp.Expression, key: exp.Expression, types: Types
             return None, key
         p = found[0]
     t = types.of(p)
-    if t is None or not t.is_array:
+    if t is None or not (t.is_array or infer.is_interval(t)):
         return t, key
     if not isinstance(p, exp.Alias) and not isinstance(p, exp.Column):
-        raise _refuse("ORDER BY the position of an array result column without a name")
+        raise _refuse(f"ORDER BY the position of an {'array' if t.is_array else 'interval'} result column without a name")
     return t, exp.column(p.alias_or_name, quoted=True)
 
 

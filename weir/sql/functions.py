@@ -18,10 +18,9 @@ from sqlglot import exp
 from weir.errors import SqlState, WeirError
 from weir.sql import (
     array_functions,
-    calendar,
     comparisons,
     datetime_sql,
-    interval_text,
+    interval_ops,
     jsonb,
     numeric_ops,
     pg_text,
@@ -212,6 +211,7 @@ def check(expr: exp.Expression) -> exp.Expression:
     order = list(tree.dfs())
     for node in order:
         types.of(node)
+    interval_ops.check(tree, types)
     for node in reversed(order):  # children before parents
         new = _visit(node, types)
         if new is not node:
@@ -220,7 +220,7 @@ def check(expr: exp.Expression) -> exp.Expression:
                 tree = new
             else:
                 node.replace(new)
-    return tree
+    return interval_ops.regroup(tree)
 
 
 _QUANTIFIED = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Like, exp.ILike, exp.RegexpLike,
@@ -239,8 +239,6 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
         return node
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
-        if "weir_calendar" in node.meta:
-            return calendar.check_use(node, types)
         if name in _ANON_PASS or node.meta.get("weir_literal"):
             return node
         if name in ("all", "some") and isinstance(node.parent, _QUANTIFIED):
@@ -278,12 +276,11 @@ def _array_to_string(node: exp.Expression, types: Types) -> exp.Expression:
 _HANDLERS: dict[type, _Handler] = {
     exp.Log: tr.log, exp.Ln: tr.ln, exp.Exp: tr.exp_, exp.Sqrt: tr.sqrt, exp.Pow: tr.power,
     exp.ArrayAgg: tr.array_agg, exp.ArrayConcat: tr.array_cat, exp.DPipe: tr.dpipe,
-    exp.Sum: tr.sum_, exp.Avg: tr.avg, exp.Sub: lambda n, t: tr.sub(calendar.arith(n, t), t),
-    exp.Add: lambda n, t: tr.interval_output(calendar.arith(n, t), t),
+    exp.Sum: tr.sum_, exp.Avg: tr.avg, exp.Sub: tr.sub, exp.Add: tr.interval_output,
     exp.Mul: tr.interval_output, exp.Div: tr.division, exp.Mod: tr.mod,
     exp.Bracket: tr.subscript, exp.Extract: tr.extract, exp.Substring: tr.substring,
     exp.Concat: tr.concat,
-    exp.ArraySize: tr.array_length, exp.Cast: lambda n, t: interval_text.cast(n, t) or tr.cast(n, t), exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
+    exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
     exp.WindowSpec: tr.window_spec, exp.Lead: tr.lead_lag, exp.Lag: tr.lead_lag,
     **{op: comparisons.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
     exp.Ordered: comparisons.ordered, exp.Min: comparisons.min_max, exp.Max: comparisons.min_max,
@@ -308,3 +305,24 @@ for _node in (exp.ArrayContainsAll, exp.ArrayContainedBy):
 _HANDLERS[exp.ArrayOverlaps] = array_functions.containment
 # text to date/time casts of columns, AT TIME ZONE, to_timestamp(double): weir.sql.datetime_sql
 _HANDLERS.update(datetime_sql.handlers(_HANDLERS))
+
+
+def _interval_first(previous: _Handler, handler: Callable[[exp.Expression, Types], exp.Expression | None]) -> _Handler:
+    """`handler` (weir.sql.interval_ops) where an interval is involved, else `previous`."""
+    return lambda n, t: handler(n, t) or previous(n, t)
+
+
+# intervals (struct<months, days, micros> on Spark): by span, field by field (weir.sql.interval_ops)
+for _node in (exp.Add, exp.Sub, exp.Mul, exp.Div):
+    _HANDLERS[_node] = _interval_first(_HANDLERS[_node], interval_ops.arith)
+for _node in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE):
+    _HANDLERS[_node] = _interval_first(_HANDLERS[_node], interval_ops.comparison)
+for _node in (exp.Min, exp.Max):
+    _HANDLERS[_node] = _interval_first(_HANDLERS[_node], interval_ops.min_max)
+for _node in (exp.Sum, exp.Avg):
+    _HANDLERS[_node] = _interval_first(_HANDLERS[_node], interval_ops.sum_avg)
+_HANDLERS[exp.Extract] = _interval_first(_HANDLERS[exp.Extract], interval_ops.extract)
+_HANDLERS[exp.Cast] = _interval_first(_HANDLERS[exp.Cast], interval_ops.cast)
+_HANDLERS[exp.Neg] = interval_ops.neg
+for _node in (exp.JustifyDays, exp.JustifyHours, exp.JustifyInterval):
+    _HANDLERS[_node] = interval_ops.justify

@@ -11,6 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from weir import types as T
+from weir.sql.literals import is_interval_literal
 from weir.types import PgType
 
 COLUMNS_META = "weir_columns"
@@ -299,8 +300,10 @@ class Types:
             if arg is not None and arg.oid in (T.INT2.oid, T.INT4.oid):
                 return T.INT8
             return T.NUMERIC if is_int(arg) or is_numeric(arg) else arg
+        if isinstance(e, (exp.JustifyDays, exp.JustifyHours, exp.JustifyInterval)):
+            return T.INTERVAL
         if isinstance(e, exp.Avg):
-            return T.FLOAT8 if is_float(arg) else T.NUMERIC if arg is not None else None
+            return T.FLOAT8 if is_float(arg) else arg if is_interval(arg) else T.NUMERIC if arg is not None else None
         if isinstance(e, (exp.Lag, exp.Lead)) and e.args.get("default") is not None:
             return promote(arg, self.of(e.args["default"]))
         if isinstance(e, (exp.Min, exp.Max, exp.Abs, exp.FirstValue, exp.LastValue, exp.Lag, exp.Lead)):
@@ -344,8 +347,8 @@ class Types:
             return T.DATE
         if isinstance(e, exp.CurrentTimestamp):
             return T.TIMESTAMPTZ
-        if isinstance(e, exp.Anonymous) and e.name.lower() in ("make_dt_interval", "make_interval"):
-            return T.INTERVAL  # a folded interval literal
+        if isinstance(e, exp.Anonymous) and is_interval_literal(e):
+            return T.INTERVAL  # a folded interval literal, or an interval computed field by field
         if isinstance(e, exp.Anonymous) and e.name.lower() == "mz_now":
             return T.MZ_TIMESTAMP
         if isinstance(e, exp.Anonymous) and e.name.lower() in JSONB_FUNCTIONS:

@@ -10,6 +10,8 @@ from typing import Any
 from sqlglot import exp
 
 from weir import types as T
+from weir.codec.interval import PgInterval
+from weir.codec.interval_value import to_pg
 from weir.errors import SqlState, WeirError
 from weir.types import PgType
 
@@ -51,14 +53,7 @@ def literal(value: Any, t: PgType) -> exp.Expression:
         return exp.Cast(this=exp.Literal.string(v.astimezone(dt.UTC).isoformat(sep=" ")),
                         to=exp.DataType.build("TIMESTAMP", dialect="spark"))
     if t.oid == T.INTERVAL.oid:
-        micros = int(value / dt.timedelta(microseconds=1)) if isinstance(value, dt.timedelta) else int(value)
-        days, rem = divmod(micros, 86_400_000_000)
-        secs = f"{rem // 1_000_000}.{rem % 1_000_000:06d}"
-        node = exp.Anonymous(this="make_dt_interval", expressions=[
-            exp.Literal.number(days), exp.Literal.number(0), exp.Literal.number(0),
-            exp.Cast(this=exp.Literal.string(secs), to=exp.DataType.build("DECIMAL(18,6)"))])
-        node.meta["weir_literal"] = True  # weir's own Spark call: weir.sql.functions lets it pass
-        return node
+        return interval_literal(to_pg(value))
     if t.oid == T.BYTEA.oid:
         return exp.HexString(this=bytes(value).hex())
     if t.oid == T.UUID.oid:
@@ -67,6 +62,23 @@ def literal(value: Any, t: PgType) -> exp.Expression:
     if t.oid in (T.JSONB.oid, T.BY_NAME["json"].oid):  # not an untyped literal (weir.sql.infer, .jsonb)
         lit.meta["weir_type"] = t.name
     return lit
+
+
+def interval_literal(v: PgInterval) -> exp.Expression:
+    """An interval as Spark holds it: struct<months, days, micros> (weir.types)."""
+    node = exp.Anonymous(this="named_struct", expressions=[
+        exp.Literal.string("months"), exp.Cast(this=exp.Literal.number(v.months), to=exp.DataType.build("INT")),
+        exp.Literal.string("days"), exp.Cast(this=exp.Literal.number(v.days), to=exp.DataType.build("INT")),
+        exp.Literal.string("micros"), exp.Cast(this=exp.Literal.number(v.micros), to=exp.DataType.build("BIGINT"))])
+    node.meta["weir_literal"] = True  # weir's own Spark call: weir.sql.functions lets it pass
+    return node
+
+
+def is_interval_literal(node: exp.Expression) -> bool:
+    """A struct built by interval_literal (or by weir.sql.interval_ops): an interval."""
+    args = node.expressions if isinstance(node, exp.Anonymous) and node.name.lower() == "named_struct" else []
+    return len(args) == 6 and [a.name for a in args[::2]] == ["months", "days", "micros"] \
+        and all(isinstance(a, exp.Literal) and a.is_string for a in args[::2])
 
 
 def _multidimensional() -> WeirError:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from weir import types as T
-from weir.sql import infer
+from weir.sql import infer, interval_ops
 from weir.sql.infer import Types
 from weir.sql.translate import refuse, spark_template
 
@@ -86,6 +86,8 @@ def text_of(x: exp.Expression, t: T.PgType | None, types: Types, *, depth: int =
         return spark_template(_YEAR.replace("{cast}", _CAST), x=x)
     if t.oid == T.TIMESTAMPTZ.oid:  # the session's time zone is UTC on replicas
         return spark_template(_YEAR.replace("{cast}", "concat(CAST({x} AS STRING), '+00')"), x=x)
+    if t.oid == T.INTERVAL.oid:
+        return interval_ops.text(x)
     if t.oid == T.BYTEA.oid:
         return spark_template(r"concat('\\x', lower(hex({x})))", x=x)
     raise refuse(f"text output of {t.name} inside an array or a record")
@@ -144,7 +146,7 @@ def record_text(r: exp.Expression, t: T.PgType, types: Types, *, depth: int = 0)
 # types whose text output is not Spark's CAST AS STRING (which prints [1, null], {1, a b},
 # a timestamptz without its offset and a bytea's raw bytes)
 def _own_text(t: T.PgType) -> bool:
-    return t.is_array or t.oid in (T.RECORD_OID, T.BYTEA.oid, T.TIMESTAMPTZ.oid)
+    return t.is_array or t.oid in (T.RECORD_OID, T.BYTEA.oid, T.TIMESTAMPTZ.oid, T.INTERVAL.oid)
 
 
 def _as_text(x: exp.Expression, t: T.PgType, types: Types) -> exp.Expression:

@@ -13,7 +13,6 @@ from sqlglot import exp
 from weir import types as T
 from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError, runtime_marker
-from weir.sql import calendar
 from weir.sql.infer import jsonb_parameter_type
 from weir.sql.joins import group_comma_joins
 from weir.sql.literals import literal as literal
@@ -440,10 +439,8 @@ def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
     from weir import codec
 
     def fold(node: exp.Cast, target: PgType) -> exp.Expression:
-        if target.oid == T.INTERVAL.oid:  # months or hours past a day: weir.sql.calendar
-            value = cinterval.parse(node.this.this)
-            td = value.as_timedelta()
-            return literal(td, target) if td is not None else calendar.literal(value)
+        if target.oid == T.INTERVAL.oid:  # PostgreSQL's interval_in (weir.codec.interval)
+            return literal(cinterval.parse(node.this.this), target)
         return literal(codec.decode_text(node.this.this.encode(), target), target)
 
     def visit(node: exp.Expression) -> exp.Expression:

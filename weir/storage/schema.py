@@ -2,14 +2,14 @@
 
 `weir.types.PgType` is the source of truth: a column is stored as its `arrow`
 type unless `stored_as` names a different Iceberg primitive (smallint as int,
-interval as long microseconds). This module derives the Iceberg schema and the
+interval as struct<months, days, micros>; shards written before that
+hold an interval as long microseconds, read as one still). This module derives the Iceberg schema and the
 Arrow "storage" schema of a shard from that, and converts Arrow tables between
 the types callers use (`PgType.arrow`) and the types on disk.
 """
 
 from __future__ import annotations
 
-import datetime
 import json
 import uuid as uuid_mod
 from collections.abc import Callable, Iterator
@@ -32,12 +32,14 @@ from pyiceberg.types import (
     LongType,
     NestedField,
     StringType,
+    StructType,
     TimestampType,
     TimestamptzType,
 )
 
+from weir.codec.interval_value import to_struct
 from weir.errors import SqlState, WeirError
-from weir.types import BY_NAME, PgType, array_of, parse_type
+from weir.types import BY_NAME, INTERVAL, PgType, array_of, is_interval_arrow, parse_type
 
 TIME_COL = "mz_timestamp"
 DIFF_COL = "mz_diff"
@@ -93,6 +95,8 @@ def iceberg_type(arrow_type: pa.DataType, ids: Iterator[int]) -> IcebergType:
         return DateType()
     if pa.types.is_timestamp(t):
         return TimestamptzType() if t.tz else TimestampType()
+    if pa.types.is_struct(t):  # an interval's (months, days, micros)
+        return StructType(*[NestedField(next(ids), f.name, iceberg_type(f.type, ids), required=False) for f in t])
     raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"cannot store arrow type {t} in a shard")
 
 
@@ -170,17 +174,6 @@ def columns_from_json(text: str) -> list[Column]:
 # ---- value conversion ---------------------------------------------------------------------
 
 
-def _micros(v: Any) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, datetime.timedelta):
-        return (v.days * 86_400 + v.seconds) * 1_000_000 + v.microseconds
-    if isinstance(v, tuple) and len(v) == 3:  # MonthDayNano: months count as 30 days
-        months, days, nanos = v
-        return ((months * 30 + days) * 86_400_000_000) + nanos // 1000
-    return int(v)
-
-
 def _map_values(arr: pa.Array, fn: Callable[[Any], Any], target: pa.DataType) -> pa.Array:
     """Python fallback for conversions Arrow cannot cast (e.g. uuid objects, timedelta)."""
 
@@ -213,13 +206,8 @@ def _to_storage_col(name: str, arr: pa.ChunkedArray, t: PgType, nullable: bool) 
     try:
         if src.equals(target):
             out = arr
-        elif leaf.stored_as == "long" and leaf.name == "interval":
-            try:
-                if _leaf_is(src, pa.types.is_duration):  # any unit -> microseconds -> int64
-                    arr = arr.cast(_with_leaf(src, pa.duration("us")))
-                out = arr.cast(target)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                out = pa.chunked_array([_map_values(arr.combine_chunks(), _micros, target)], target)
+        elif leaf.oid == INTERVAL.oid:  # timedeltas, PgIntervals, microseconds, dicts
+            out = pa.chunked_array([_map_values(arr.combine_chunks(), to_struct, target)], target)
         elif leaf.name == "uuid" and not _leaf_is(src, lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)):
             out = pa.chunked_array([_map_values(arr.combine_chunks(), _uuid_str, target)], target)
         else:
@@ -237,12 +225,6 @@ def _leaf_is(t: pa.DataType, pred: Callable[[pa.DataType], bool]) -> bool:
     while pa.types.is_list(t) or pa.types.is_large_list(t):
         t = t.value_type
     return bool(pred(t))
-
-
-def _with_leaf(t: pa.DataType, leaf: pa.DataType) -> pa.DataType:
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return pa.list_(_with_leaf(t.value_type, leaf))
-    return leaf
 
 
 def to_storage(updates: pa.Table, columns: list[Column]) -> pa.Table:
@@ -268,10 +250,17 @@ def from_storage(data: pa.Table, columns: list[Column]) -> pa.Table:
     """Storage-typed rows (as read from Parquet) -> caller types (PgType.arrow)."""
     schema = user_schema(columns, with_time=TIME_COL in data.column_names)
     arrays = [
-        data[f.name] if data[f.name].type.equals(f.type) else data[f.name].cast(f.type) for f in schema
+        data[f.name] if data[f.name].type.equals(f.type)
+        else _legacy_interval(data[f.name], f.type) if is_interval_arrow(f.type) and not pa.types.is_struct(data[f.name].type)
+        else data[f.name].cast(f.type) for f in schema
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
 
+
+
+def _legacy_interval(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """An interval column of a shard written before intervals had months (microseconds)."""
+    return pa.chunked_array([_map_values(col.combine_chunks(), to_struct, target)], target)
 
 
 def time_bounds(data: pa.Table) -> tuple[int, int]:

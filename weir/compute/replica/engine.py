@@ -54,8 +54,6 @@ def query_expr(ref: str, t: PgType, depth: int = 0) -> str:
             return ref
         var = f"__x{depth}"
         return f"transform({ref}, {var} -> {query_expr(var, t.element, depth + 1)})"
-    if t.name == "interval":
-        return f"({ref} * INTERVAL '0.000001' SECOND)"
     if stored_ddl(t) != t.spark_ddl:
         return f"CAST({ref} AS {t.spark_ddl})"
     return ref
