@@ -127,7 +127,10 @@ def from_runtime_marker(text: str) -> WeirError | None:
         return None
     rest = text[at + len(RUNTIME_MARKER):]
     sqlstate, _, message = rest.partition(":")
-    message = message.split("\n", 1)[0].rstrip().rstrip("'\"").rstrip(".")
+    message = message.split("\n", 1)[0].rstrip()
+    while message and message[-1] in "'\"" and message.count(message[-1]) % 2 == 1:
+        message = message[:-1]  # Spark's quote around the text; a message's own quotes pair up
+    message = message.rstrip(".")
     return WeirError(sqlstate[:5], message)
 
 

@@ -300,8 +300,8 @@ def _at_time_zone(e: exp.AtTimeZone) -> Value:
         v, t = cdt.timestamptz_in(e.this.this), T.TIMESTAMPTZ
     else:
         v, t = _eval(e.this)
-    if t.oid == T.DATE.oid:
-        v, t = (None if v is None else dt.datetime(v.year, v.month, v.day)), T.TIMESTAMP
+    if t.oid == T.DATE.oid:  # date AT TIME ZONE is (date::timestamptz) AT TIME ZONE, as in PostgreSQL
+        v, t = (None if v is None else dt.datetime(v.year, v.month, v.day, tzinfo=dt.UTC)), T.TIMESTAMPTZ
     if t.oid == T.TIMESTAMP.oid:
         if v is None or z is None:
             return None, T.TIMESTAMPTZ

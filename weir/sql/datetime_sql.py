@@ -60,22 +60,23 @@ def at_time_zone(previous: Handler) -> Handler:
         zone = node.args.get("zone")
         if zone is None:
             return previous(node, types)
-        node = node.copy()
         if isinstance(node.this, exp.Literal) and node.this.is_string:  # untyped: a timestamptz
             typed = literal(cdt.timestamptz_in(node.this.this), T.TIMESTAMPTZ)
+            types.same_as(typed, _typed("TIMESTAMPTZ"))
             node.set("this", typed)
-            types.of(typed)
-        source = types.of(node.this) if not isinstance(node.this, exp.Cast) else infer.datatype(node.this.to)
-        source = source or types.of(node.this)
+        source = types.of(node.this)
+        if source is not None and source.oid == T.DATE.oid:  # PostgreSQL casts a date to timestamptz here
+            instant = exp.Cast(this=node.this, to=exp.DataType.build("TIMESTAMP", dialect="spark"))
+            types.same_as(instant, _typed("TIMESTAMPTZ"))
+            node.set("this", instant)
+            source = T.TIMESTAMPTZ
         if isinstance(zone, exp.Literal) and zone.is_string:
             spark = tzs.spark_zone(zone.this)  # 22023 for a zone PostgreSQL does not know
             if spark is not None:
                 node.set("zone", exp.Literal.string(spark))
                 return previous(node, types)
-        if source is not None and source.oid in (T.TIMESTAMP.oid, T.DATE.oid):
-            wall = node.this if source.oid == T.TIMESTAMP.oid else exp.Cast(
-                this=node.this, to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
-            value = udf_calls.checked(UDF, "zone_ts", _zone_text(zone), _micros_of(wall))
+        if source is not None and source.oid == T.TIMESTAMP.oid:
+            value = udf_calls.checked(UDF, "zone_ts", _zone_text(zone), _micros_of(node.this))
             return _timestamp(value, ntz=False)
         if source is not None and source.oid == T.TIMESTAMPTZ.oid:
             value = udf_calls.checked(UDF, "zone_tz", _zone_text(zone), _micros_of(node.this))
@@ -83,6 +84,11 @@ def at_time_zone(previous: Handler) -> Handler:
         return previous(node, types)
 
     return handler
+
+
+def _typed(name: str) -> exp.Expression:
+    """An expression of a PostgreSQL type, whose type a rewritten node takes (Types.same_as)."""
+    return exp.Cast(this=exp.Null(), to=exp.DataType.build(name, dialect="postgres"))
 
 
 def _zone_text(zone: exp.Expression) -> exp.Expression:
@@ -96,7 +102,9 @@ def to_timestamp_epoch(node: exp.Expression, types: Types) -> exp.Expression:
         raise tr.refuse(f"to_timestamp({source.name if source is not None else 'this argument'})")
     seconds = exp.Cast(this=exp.Cast(this=node.this, to=exp.DataType.build("DOUBLE")),
                        to=exp.DataType.build("STRING", dialect="spark"))
-    return _timestamp(udf_calls.checked(UDF, "to_timestamp_epoch", seconds), ntz=False)
+    result = _timestamp(udf_calls.checked(UDF, "to_timestamp_epoch", seconds), ntz=False)
+    types.same_as(result, _typed("TIMESTAMPTZ"))
+    return result
 
 
 def handlers(existing: dict[type, Handler]) -> dict[type, Handler]:
