@@ -544,3 +544,23 @@ def test_columns_with_names_parquet_sanitizes(store: ShardStore) -> None:
     shard.downgrade_since(2)
     assert shard.compact(grace_seconds=3600).committed
     assert contents(shard, 2) == Counter({(0, "x0"): 1, (1, "x1"): 1, (2, "x2"): 1})
+
+
+def test_shard_of_long_interval_micros_still_reads_and_writes(store: ShardStore) -> None:
+    """A shard created when intervals were long microseconds (its Iceberg column a long):
+    read as whole days and time; appended to in that form; an interval it cannot hold
+    (months, time past a day) is refused (0A000), never changed."""
+    from dataclasses import replace
+
+    legacy = replace(T.INTERVAL, stored_as="long")
+    shard = store.create_shard("old", [("iv", legacy, True)])
+    reopened = store.open_shard("old")
+    assert reopened.columns[0][1].stored_as == "long"
+    reopened.compare_and_append(pa.table({"iv": pa.array([datetime.timedelta(days=-1, hours=23)], pa.duration("us")),
+                                          "mz_timestamp": [0], "mz_diff": [1]}), 0, 1, 0)
+    assert reopened.snapshot(0)["iv"].to_pylist() == [{"months": 0, "days": 0, "micros": -3_600_000_000}]
+    with pytest.raises(WeirError) as e:
+        reopened.compare_and_append(pa.table({"iv": pa.array([{"months": 1, "days": 0, "micros": 0}], T.INTERVAL.arrow),
+                                              "mz_timestamp": [1], "mz_diff": [1]}), 1, 2, 0)
+    assert e.value.sqlstate == "0A000"
+    assert shard.shard_id == "old"

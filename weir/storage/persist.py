@@ -57,6 +57,7 @@ from weir.storage.schema import (
     columns_to_json,
     from_storage,
     iceberg_schema,
+    legacy_forms,
     physical_name,
     storage_schema,
     time_bounds,
@@ -258,9 +259,9 @@ class Shard:
         self._lock = threading.RLock()
         self._swept_at = 0.0  # monotonic time of the last sweep for unreferenced files
         self.shard_id: str = table.name()[-1]
-        self.columns: list[Column] = columns_from_json(table.metadata.properties[PROP_COLUMNS])
-        self.arrow_schema = storage_schema(self.columns)
         schema = table.schema()
+        self.columns: list[Column] = legacy_forms(columns_from_json(table.metadata.properties[PROP_COLUMNS]), schema)
+        self.arrow_schema = storage_schema(self.columns)
         self._time_id = schema.find_field(TIME_COL).field_id
         self._diff_id = schema.find_field(DIFF_COL).field_id
 

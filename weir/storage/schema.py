@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import uuid as uuid_mod
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from itertools import count
 from typing import Any
 
@@ -37,7 +38,8 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from weir.codec.interval_value import to_struct
+from weir.codec.interval import out
+from weir.codec.interval_value import to_pg, to_struct
 from weir.errors import SqlState, WeirError
 from weir.types import BY_NAME, INTERVAL, PgType, array_of, is_interval_arrow, parse_type
 
@@ -207,7 +209,8 @@ def _to_storage_col(name: str, arr: pa.ChunkedArray, t: PgType, nullable: bool) 
         if src.equals(target):
             out = arr
         elif leaf.oid == INTERVAL.oid:  # timedeltas, PgIntervals, microseconds, dicts
-            out = pa.chunked_array([_map_values(arr.combine_chunks(), to_struct, target)], target)
+            fn = to_struct if leaf.stored_as != "long" else _legacy_micros
+            out = pa.chunked_array([_map_values(arr.combine_chunks(), fn, target)], target)
         elif leaf.name == "uuid" and not _leaf_is(src, lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)):
             out = pa.chunked_array([_map_values(arr.combine_chunks(), _uuid_str, target)], target)
         else:
@@ -256,6 +259,29 @@ def from_storage(data: pa.Table, columns: list[Column]) -> pa.Table:
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
 
+
+
+def legacy_forms(columns: list[Column], schema: Schema) -> list[Column]:
+    """A shard written before intervals had months holds them as long microseconds: its
+    interval columns are typed so (stored_as long), to be read and written as such."""
+    out = []
+    for n, t, nl in columns:
+        if t.oid == INTERVAL.oid and isinstance(schema.find_field(n).field_type, LongType):
+            t = replace(t, stored_as="long")
+        out.append((n, t, nl))
+    return out
+
+
+def _legacy_micros(v: Any) -> int | None:
+    """An interval for a shard of long microseconds: one without months, as whole days and time."""
+    p = None if v is None else to_pg(v)
+    if p is None:
+        return None
+    if p.as_timedelta() is None:  # months, or time past a day: not what such a shard can hold
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        f'interval "{out(p)}" is not supported in a table created before weir stored months',
+                        hint="create a new table and copy the rows into it")
+    return p.days * 86_400_000_000 + p.micros
 
 
 def _legacy_interval(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:

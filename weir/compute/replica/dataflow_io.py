@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from pyiceberg.conversions import from_bytes
 from pyiceberg.types import LongType
 
-from weir.compute.replica.engine import query_expr, stored_ddl
+from weir.compute.replica.engine import query_expr, stored_ddl, stored_forms
 from weir.compute.replica.linear import DIFF, TIME
 from weir.storage.maintenance import local_path
 from weir.storage.persist import Frontiers, Shard
@@ -133,6 +133,7 @@ def _empty_dir() -> str:
 def _raw(session: Any, files: Sequence[str], columns: Sequence[Column]) -> Any:
     from pyspark.sql.types import StructType
 
+    columns = stored_forms(columns, files)
     ddl = ", ".join([f"{_quote(physical_name(n))} {stored_ddl(t)}" for n, t, _ in columns]
                     + [f"{TIME_COL} BIGINT", f"{DIFF_COL} BIGINT"])
     schema = StructType.fromDDL(ddl)
@@ -140,7 +141,8 @@ def _raw(session: Any, files: Sequence[str], columns: Sequence[Column]) -> Any:
     return df.toDF(*[n for n, _, _ in columns], TIME_COL, DIFF_COL)
 
 
-def _typed(columns: Sequence[Column]) -> list[str]:
+def _typed(columns: Sequence[Column], files: Sequence[str] = ()) -> list[str]:
+    columns = stored_forms(columns, files)
     return [f"{query_expr(_quote(n), t)} AS {_quote(n)}" for n, t, _ in columns]
 
 
@@ -152,7 +154,7 @@ def contents_view(session: Any, files: Sequence[str], columns: Sequence[Column],
     df = (_raw(session, files, columns).where(F.col(TIME_COL) <= F.lit(as_of))
           .groupBy(*data).agg(F.sum(DIFF_COL).alias(N)).where(F.col(N) > 0)
           .withColumn("__weir_i", F.explode(F.sequence(F.lit(1).cast("bigint"), F.col(N)))))
-    return df.selectExpr(*_typed(columns))
+    return df.selectExpr(*_typed(columns, files))
 
 
 def updates_view(session: Any, files: Sequence[str], columns: Sequence[Column], lower: int,
@@ -162,7 +164,7 @@ def updates_view(session: Any, files: Sequence[str], columns: Sequence[Column], 
 
     df = _raw(session, files, columns).where(
         (F.col(TIME_COL) >= F.lit(lower)) & (F.col(TIME_COL) < F.lit(upper)))
-    return df.selectExpr(*_typed(columns), f"{TIME_COL} AS {TIME}", f"{DIFF_COL} AS {DIFF}")
+    return df.selectExpr(*_typed(columns, files), f"{TIME_COL} AS {TIME}", f"{DIFF_COL} AS {DIFF}")
 
 
 def _cast_positional(df: Any, schema: Any) -> Any:
@@ -187,7 +189,7 @@ def stored_counted(session: Any, files: Sequence[str], columns: Sequence[Column]
         df = df.where(F.col(TIME_COL) <= F.lit(as_of))
     if lower is not None:
         df = df.where(F.col(TIME_COL) >= F.lit(lower))
-    df = _cast_positional(df.selectExpr(*_typed(columns), f"{DIFF_COL} AS {N}"), schema)
+    df = _cast_positional(df.selectExpr(*_typed(columns, files), f"{DIFF_COL} AS {N}"), schema)
     return consolidated(df, len(schema.fields))
 
 

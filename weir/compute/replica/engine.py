@@ -9,12 +9,14 @@ that the threads collecting results inherit).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -23,8 +25,9 @@ from weir.codec import spark_udfs
 from weir.compute.replica import class_archive
 from weir.compute.sizes import ReplicaSize
 from weir.errors import SqlState, WeirError
-from weir.storage.schema import physical_name
-from weir.types import PgType, parse_type
+from weir.storage.maintenance import local_path
+from weir.storage.schema import Column, physical_name
+from weir.types import INTERVAL, PgType, parse_type
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,27 @@ def stored_ddl(t: PgType) -> str:
     return t.spark_ddl
 
 
+@functools.lru_cache(maxsize=4096)
+def _parquet_types(path: str) -> dict[str, pa.DataType]:
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(local_path(path))
+    except (OSError, ValueError, pa.ArrowException):
+        return {}
+    return {f.name: f.type for f in schema}
+
+
+def stored_forms(columns: Sequence[Column], files: Sequence[str]) -> list[Column]:
+    """`columns` with each interval column that a shard written before intervals had months
+    holds as long microseconds (its files say so) typed as such (stored_as long)."""
+    if not files or not any(t.oid == INTERVAL.oid for _, t, _ in columns):
+        return list(columns)
+    found = _parquet_types(str(files[0]))
+    return [(n, replace(t, stored_as="long") if t.oid == INTERVAL.oid
+             and pa.types.is_integer(found.get(physical_name(n), pa.null())) else t, nl) for n, t, nl in columns]
+
+
 def query_expr(ref: str, t: PgType, depth: int = 0) -> str:
     """Spark SQL turning a stored value `ref` into the type queries see."""
     if t.element is not None:
@@ -54,6 +78,9 @@ def query_expr(ref: str, t: PgType, depth: int = 0) -> str:
             return ref
         var = f"__x{depth}"
         return f"transform({ref}, {var} -> {query_expr(var, t.element, depth + 1)})"
+    if t.oid == INTERVAL.oid and t.stored_as == "long":  # whole days and the rest, as weir printed them
+        return (f"CASE WHEN {ref} IS NOT NULL THEN named_struct('months', 0, 'days', CAST({ref} DIV 86400000000 AS INT), "
+                f"'micros', {ref} - ({ref} DIV 86400000000) * 86400000000) END")
     if stored_ddl(t) != t.spark_ddl:
         return f"CAST({ref} AS {t.spark_ddl})"
     return ref
@@ -188,6 +215,7 @@ class SparkEngine:
             columns = [(str(c["name"]), parse_type(str(c["pg_type"])), bool(c.get("nullable", True)))
                        for c in spec.get("columns", [])]
             files = [str(f) for f in spec.get("files", [])]
+            columns = stored_forms(columns, files)
         except (KeyError, TypeError) as e:
             raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed peek input: {e}") from None
         as_of = spec.get("as_of", timestamp)

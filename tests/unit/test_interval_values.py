@@ -1,0 +1,80 @@
+"""Intervals between weir's layers (weir.codec.interval_value), the replica's reading of
+shards written before intervals kept months (weir.compute.replica.engine.stored_forms) and
+the translation's refusals of what would compare intervals as Spark structs
+(weir.sql.interval_ops), without Spark. The answers are compared with PostgreSQL in
+tests/integration/test_interval_storage.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from weir import types as T
+from weir.codec.interval import PgInterval
+from weir.codec.interval_value import for_arrow, from_micros, to_pg, to_struct
+from weir.compute.replica.engine import query_expr, stored_ddl, stored_forms
+from weir.errors import WeirError
+from weir.sql.parse import parse_statement
+from weir.sql.render import fold_typed_literals, to_spark
+
+
+def _fields(p: PgInterval) -> tuple[int, int, int]:
+    return p.months, p.days, p.micros
+
+
+def test_every_form_means_postgres_fields() -> None:
+    assert _fields(to_pg({"months": 1, "days": 2, "micros": 3})) == (1, 2, 3)
+    assert _fields(to_pg(dt.timedelta(days=-1, hours=-2))) == (0, -1, -7_200_000_000)
+    assert _fields(to_pg(-90_000_000_000)) == (0, -1, -3_600_000_000)
+    assert _fields(to_pg((1, 2, 3))) == (1, 2, 3)  # a Spark Row of the struct
+    assert _fields(from_micros(86_400_000_001)) == (0, 1, 1)
+    assert to_struct(None) is None and to_struct(PgInterval(1, 0, 0)) == {"months": 1, "days": 0, "micros": 0}
+    arr = pa.array(for_arrow([dt.timedelta(days=1), None, PgInterval(2, 0, 5)], T.INTERVAL), T.INTERVAL.arrow)
+    assert arr.to_pylist() == [{"months": 0, "days": 1, "micros": 0}, None, {"months": 2, "days": 0, "micros": 5}]
+    assert T.from_arrow(pa.struct([pa.field("months", pa.int32(), False), ("days", pa.int32()),
+                                   ("micros", pa.int64())])).oid == T.INTERVAL.oid
+
+
+def test_old_shard_files_of_microseconds_read_as_days_and_time(tmp_path) -> None:  # noqa: ANN001
+    old, new = tmp_path / "old.parquet", tmp_path / "new.parquet"
+    pq.write_table(pa.table({"iv": pa.array([1], pa.int64())}), old)
+    pq.write_table(pa.table({"iv": pa.array([None], T.INTERVAL.arrow)}), new)
+    cols = [("iv", T.INTERVAL, True)]
+    (_, t, _), = stored_forms(cols, [str(old)])
+    assert stored_ddl(t) == "BIGINT" and "named_struct" in query_expr("iv", t)
+    (_, t, _), = stored_forms(cols, [str(new)])
+    assert stored_ddl(t) == T.INTERVAL_DDL and query_expr("iv", t) == "iv"
+
+
+def _spark(sql: str) -> str:
+    return to_spark(fold_typed_literals(parse_statement(sql).expr))
+
+
+V = "(VALUES (1, INTERVAL '1 mon'), (2, INTERVAL '30 days')) v(id, i)"
+
+
+@pytest.mark.parametrize("sql", [
+    f"SELECT i FROM {V} UNION SELECT i FROM {V}",
+    f"SELECT id FROM {V} WHERE i IN (INTERVAL '1 mon')",
+    f"SELECT id FROM {V} WHERE i BETWEEN INTERVAL '1 day' AND INTERVAL '1 year'",
+    f"SELECT greatest(i, INTERVAL '1 day') FROM {V}",
+    f"SELECT i IS DISTINCT FROM INTERVAL '1 day' FROM {V}",
+    f"SELECT count(DISTINCT i) FROM {V}",
+    f"SELECT row_number() OVER (PARTITION BY i) FROM {V}",
+    f"SELECT i * 2, count(*) FROM {V} GROUP BY i * 2",
+    f"SELECT i::text::interval FROM {V}",
+])
+def test_refused_not_compared_as_structs(sql: str) -> None:
+    with pytest.raises(WeirError) as e:
+        _spark(sql)
+    assert e.value.sqlstate == "0A000"
+
+
+def test_grouped_and_sorted_by_span() -> None:
+    sql = _spark(f"SELECT i, count(*) FROM {V} GROUP BY i ORDER BY i")
+    assert "GROUP BY ((CAST((i).months AS DECIMAL(38, 0)) * 30" in sql and "FIRST(i)" in sql
+    assert "ORDER BY ((CAST((FIRST(i)).months" in sql
+    assert "WHERE ((CAST((i).months" in _spark(f"SELECT id FROM {V} WHERE i = INTERVAL '720 hours'")
