@@ -324,12 +324,13 @@ class Types:
             return T.JSONB
         if isinstance(e, (exp.JSONExtractScalar, exp.JSONBExtractScalar)):
             return T.TEXT
-        if isinstance(e, exp.Extract):
-            return T.NUMERIC
+        if isinstance(e, exp.Extract):  # date_part(text, interval) is double precision
+            interval_part = is_interval(self.of(e.expression)) and e.meta.get("weir_output_name") == "date_part"
+            return T.FLOAT8 if interval_part else T.NUMERIC
         if isinstance(e, exp.TimestampTrunc):
             return arg
         if isinstance(e, exp.AtTimeZone):  # the one timestamp type becomes the other
-            return T.TIMESTAMPTZ if arg is not None and arg.oid == T.TIMESTAMP.oid else T.TIMESTAMP  # a date: timestamptz
+            return T.TIMESTAMPTZ if arg is not None and arg.oid in (T.TIMESTAMP.oid, T.DATE.oid) else T.TIMESTAMP
         if isinstance(e, exp.Trunc):  # trunc(integer) is trunc(double precision)
             return T.FLOAT8 if is_float(arg) or (is_int(arg) and e.args.get("decimals") is None) else T.NUMERIC
         if isinstance(e, (exp.Round, exp.Ceil, exp.Floor, exp.Sign)):

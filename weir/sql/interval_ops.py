@@ -10,9 +10,11 @@ from __future__ import annotations
 from sqlglot import exp
 
 from weir import types as T
+from weir.codec import interval as cinterval
 from weir.sql import infer
 from weir.sql import interval_sql as iv
 from weir.sql.infer import Types
+from weir.sql.literals import interval_literal
 from weir.sql.translate import refuse
 
 
@@ -118,9 +120,14 @@ def justify(node: exp.Expression, types: Types) -> exp.Expression:
 def extract(node: exp.Expression, types: Types) -> exp.Expression | None:
     if not _is(node.expression, types):
         return None
-    out = iv.extract(node.this.name, node.expression)
+    unit = node.this
+    while isinstance(unit, exp.Cast):
+        unit = unit.this
+    name = unit.name if isinstance(unit, (exp.Var, exp.Literal, exp.Column)) and unit.name else None
+    date_part = node.meta.get("weir_output_name") == "date_part"
+    out = None if name is None else (iv.date_part if date_part else iv.extract)(name, node.expression)
     if out is None:
-        raise refuse(f"EXTRACT({node.this.name.lower()} FROM interval)")
+        raise refuse(f"{'date_part' if date_part else 'EXTRACT'}({(name or 'this unit').lower()} of an interval)")
     return out
 
 
@@ -139,6 +146,8 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression | None:
         return node.this
     if isinstance(node.this, exp.Null):
         return exp.Cast(this=exp.Null(), to=exp.DataType.build(T.INTERVAL_DDL, dialect="spark"))
+    if isinstance(node.this, exp.Literal) and node.this.is_string:  # PostgreSQL's interval_in
+        return interval_literal(cinterval.parse(node.this.this))
     raise refuse(f"cast of {(types.of(node.this) or T.UNKNOWN).name} to interval on Spark")
 
 
@@ -154,7 +163,11 @@ def check(tree: exp.Expression, types: Types) -> None:
     for select in list(tree.find_all(exp.Select)):
         _note_keys(select, types)
     for node in tree.find_all(exp.Distinct, exp.SetOperation, exp.In, exp.Between, exp.Greatest,
-                              exp.Least, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Window):
+                              exp.Least, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Window, exp.Nullif, exp.TimestampTrunc):
+        if isinstance(node, exp.Nullif) and _is(node.this, types):
+            raise refuse("NULLIF of intervals")
+        if isinstance(node, exp.TimestampTrunc) and _is(node.this, types):
+            raise refuse("date_trunc of an interval")
         if isinstance(node, exp.Distinct) and node.arg_key != "distinct" and any(_is(e, types) for e in node.expressions):
             raise refuse("DISTINCT of intervals in an aggregate")
         if isinstance(node, exp.SetOperation) and node.args.get("distinct") is not False:

@@ -206,6 +206,29 @@ def _extract(low: str, x: exp.Expression) -> exp.Expression:
     return spark_template("CAST({v} AS DECIMAL(38,10))", v=value)
 
 
+def date_part(unit: str, x: exp.Expression) -> exp.Expression | None:
+    """date_part(text, interval) (double precision) as PostgreSQL computes it in doubles:
+    the epoch summed field by field, seconds as tm_sec + fsec / 1e6."""
+    low = unit.lower()
+    if low not in _UNITS:
+        return None
+    if low == "epoch":
+        return bind(x, lambda v: spark_template(
+            "((((CAST({t} AS DOUBLE) / 1000000.0) + 31557600.0 * CAST({m} DIV 12 AS DOUBLE)) "
+            "+ 2592000.0 * CAST({m} % 12 AS DOUBLE)) + 86400.0 * CAST({d} AS DOUBLE))",
+            t=field(v, "micros"), m=field(v, "months"), d=field(v, "days")))
+    if _UNITS[low] == 6:
+        return bind(x, lambda v: spark_template(
+            "(CAST(({t} % 60000000) DIV 1000000 AS DOUBLE) + CAST({t} % 1000000 AS DOUBLE) / 1000000.0)",
+            t=field(v, "micros")))
+    if _UNITS[low] == 3:
+        return bind(x, lambda v: spark_template(
+            "(CAST(({t} % 60000000) DIV 1000000 AS DOUBLE) * 1000.0 + CAST({t} % 1000000 AS DOUBLE) / 1000.0)",
+            t=field(v, "micros")))
+    whole = extract(low, x)
+    return None if whole is None else spark_template("CAST({v} AS DOUBLE)", v=whole)
+
+
 def text(x: exp.Expression) -> exp.Expression:
     return bind(x, _text)
 

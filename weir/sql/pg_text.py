@@ -176,12 +176,12 @@ def text_operands(previous: Handler) -> Handler:
         if isinstance(node, exp.DPipe):
             for key in ("this", "expression"):
                 t = types.of(node.args[key])
-                if t is not None and t.oid == T.RECORD_OID:
+                if t is not None and t.oid in (T.RECORD_OID, T.INTERVAL.oid):
                     node.set(key, _as_text(node.args[key], t, types))
         else:
             for a in list(node.expressions):
                 t = types.of(a)
-                if t is not None and (t.is_array or t.oid == T.RECORD_OID):
+                if t is not None and (t.is_array or t.oid in (T.RECORD_OID, T.INTERVAL.oid)):
                     a.replace(_as_text(a, t, types))
         return previous(node, types)
     return handler
