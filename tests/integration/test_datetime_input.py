@@ -26,7 +26,11 @@ SETUP = ["CREATE TABLE dt_src (id int, s text)",
          "(3, 'J2451187', '2011-03-27 03:00:00', '2014-10-26 01:00:00 MSK')",
          "CREATE TABLE dt_z (id int, z text, e float8)",
          "INSERT INTO dt_z VALUES (1, 'MSK', 0), (2, 'PST', 1e9), (3, 'America/New_York', 1234567890.123456), "
-         "(4, 'UTC+3', -1.5), (5, NULL, NULL)"]
+         "(4, 'UTC+3', -1.5), (5, NULL, NULL)",
+         "CREATE TABLE dt_fmt (id int, s text, f text)",
+         "INSERT INTO dt_fmt VALUES (1, '97/2/16 8:14:30', 'FMYYYY/FMMM/FMDD FMHH:FMMI:FMSS'), "
+         "(2, '2011-12-18 11:38 PM', 'YYYY-MM-DD HH12:MI PM'), (3, '2005527', 'IYYYIWID'), "
+         "(4, '2011-12-18 11:38 -05:20', 'YYYY-MM-DD HH12:MI TZH:TZM'), (5, NULL, 'YYYY')"]
 
 SAME = [
     # literals: the coordinator
@@ -48,6 +52,10 @@ SAME = [
     "(d AT TIME ZONE 'UTC+3')::text AS f FROM dt_t",
     "SELECT t.id, z.id, (t.tz AT TIME ZONE z.z)::text AS a, timezone(z.z, t.ts)::text AS b FROM dt_t t, dt_z z",
     "SELECT id, to_timestamp(e)::text FROM dt_z",
+    # to_timestamp(text, text), to_date: constants on the coordinator, columns in the UDF
+    "SELECT to_timestamp('0097/Feb/16 --> 08:14:30', 'YYYY/Mon/DD --> HH:MI:SS'), "
+    "to_timestamp('2018-11-02 12:34:56.123456', 'YYYY-MM-DD HH24:MI:SS.FF4'), to_date('2016 366', 'YYYY DDD')",
+    "SELECT id, to_timestamp(s, f)::text AS t, to_date(s, f)::text AS d FROM dt_fmt",
 ]
 
 ERRORS = [
@@ -57,6 +65,9 @@ ERRORS = [
     "SELECT s::date FROM dt_bad",
     "SELECT tz AT TIME ZONE 'no such zone' FROM dt_t",
     "SELECT to_timestamp('NaN'::float8)",
+    "SELECT to_date('2016-13-10', 'YYYY-MM-DD')",
+    "SELECT to_timestamp('199711xy', 'YYYYMMDD')",
+    "SELECT to_timestamp(s, 'YYYY-MM-DD HH24:MI:SS') FROM dt_bad",
 ]
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from weir.codec import datetime as cdt
+from weir.codec import formatting
 from weir.codec import timezones as tzs
 from weir.errors import SqlState, WeirError
 
@@ -67,4 +68,6 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "zone_tz": lambda zone, us: str(micros(tzs.local_of_utc(from_micros(int(us)), zone))),
     "zone_ts": lambda zone, us: str(micros(tzs.utc_of_local(from_micros(int(us)), zone))),
     "to_timestamp_epoch": lambda x: str(micros(to_timestamp_epoch(float(x)))),
+    "to_timestamp": lambda s, fmt: str(micros(formatting.to_timestamp(s, fmt))),
+    "to_date": lambda s, fmt: str((formatting.to_date(s, fmt) - EPOCH.date()).days),
 }

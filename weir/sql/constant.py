@@ -13,12 +13,13 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.codec import datetime as cdt
-from weir.codec import datetime_ops
+from weir.codec import datetime_ops, formatting
 from weir.codec import interval as cinterval
 from weir.codec import interval_math as cinterval_math
 from weir.codec import numeric_math as nm
 from weir.codec import timezones as tzs
 from weir.errors import SqlState, WeirError
+from weir.sql.dialect import ToDate, ToTimestamp
 from weir.sql.render import (
     SessionContext,
     name_outputs,
@@ -157,6 +158,13 @@ def _eval(e: exp.Expression) -> Value:
         return _extract(e)
     if isinstance(e, exp.AtTimeZone):
         return _at_time_zone(e)
+    if isinstance(e, (ToTimestamp, ToDate)):
+        (v, t), (f, ft) = _eval(e.this), _eval(e.expression)
+        if not (_textual(t) and _textual(ft)) or t.is_array or ft.is_array:
+            raise NotConstant
+        if isinstance(e, ToDate):
+            return (None if v is None or f is None else formatting.to_date(v, f)), T.DATE
+        return (None if v is None or f is None else formatting.to_timestamp(v, f).replace(tzinfo=dt.UTC)), T.TIMESTAMPTZ
     if isinstance(e, exp.UnixToTime):
         v, t = _eval(e.this)
         if t.oid not in _RANK and not _textual(t):

@@ -22,6 +22,7 @@ from weir.codec import datetime as cdt
 from weir.codec import timezones as tzs
 from weir.sql import infer, udf_calls
 from weir.sql import translate as tr
+from weir.sql.dialect import ToDate, ToTimestamp
 from weir.sql.infer import Types
 from weir.sql.literals import literal
 
@@ -107,7 +108,24 @@ def to_timestamp_epoch(node: exp.Expression, types: Types) -> exp.Expression:
     return result
 
 
+def to_timestamp_text(node: exp.Expression, types: Types) -> exp.Expression:
+    """to_timestamp(text, template) -> timestamptz and to_date(text, template) -> date
+    (weir.codec.formatting) in the UDF."""
+    args = [exp.Cast(this=a, to=exp.DataType.build("STRING", dialect="spark")) for a in (node.this, node.expression)]
+    for orig in (node.this, node.expression):
+        t = types.of(orig)
+        if t is not None and not infer.is_text(t):
+            raise tr.refuse(f"{'to_date' if isinstance(node, ToDate) else 'to_timestamp'} of {t.name}")
+    if isinstance(node, ToDate):
+        result = tr.spark_template("date_from_unix_date(CAST({v} AS INT))", v=udf_calls.checked(UDF, "to_date", *args))
+        types.same_as(result, _typed("DATE"))
+        return result
+    result = _timestamp(udf_calls.checked(UDF, "to_timestamp", *args), ntz=False)
+    types.same_as(result, _typed("TIMESTAMPTZ"))
+    return result
+
+
 def handlers(existing: dict[type, Handler]) -> dict[type, Handler]:
-    """Wrappers of the existing Cast and AtTimeZone handlers, and to_timestamp(double)."""
+    """Wrappers of the existing Cast and AtTimeZone handlers; to_timestamp and to_date."""
     return {exp.Cast: cast(existing[exp.Cast]), exp.AtTimeZone: at_time_zone(existing[exp.AtTimeZone]),
-            exp.UnixToTime: to_timestamp_epoch}
+            exp.UnixToTime: to_timestamp_epoch, ToTimestamp: to_timestamp_text, ToDate: to_timestamp_text}

@@ -37,6 +37,20 @@ def _mz_logical_timestamp(args: list[exp.Expression]) -> exp.Expression:
     return node
 
 
+class ToTimestamp(exp.Expression, exp.Func):
+    """to_timestamp(text, template): PostgreSQL's template, as written (weir.codec.formatting)."""
+
+    arg_types = {"this": True, "expression": True}
+    _sql_names = ["TO_TIMESTAMP"]
+
+
+class ToDate(exp.Expression, exp.Func):
+    """to_date(text, template)."""
+
+    arg_types = {"this": True, "expression": True}
+    _sql_names = ["TO_DATE"]
+
+
 class Weir(Postgres):
     """PostgreSQL as weir reads it."""
 
@@ -62,8 +76,10 @@ class Weir(Postgres):
                      "TIMEZONE": lambda args: exp.AtTimeZone(this=args[1], zone=args[0]) if len(args) == 2
                      else exp.Anonymous(this="timezone", expressions=args),
                      "TO_TIMESTAMP": lambda args: exp.UnixToTime(this=args[0]) if len(args) == 1
+                     else ToTimestamp(this=args[0], expression=args[1]) if len(args) == 2
                      else exp.Anonymous(this="to_timestamp", expressions=args),
-                     "TO_DATE": lambda args: exp.Anonymous(this="to_date", expressions=args),
+                     "TO_DATE": lambda args: ToDate(this=args[0], expression=args[1]) if len(args) == 2
+                     else exp.Anonymous(this="to_date", expressions=args),
                      "DATE_BIN": lambda args: _date_bin(args),  # origin in parentheses (below)
                      # ROW(a, b) is the row constructor (a, b), not a function named row
                      "ROW": lambda args: exp.Tuple(expressions=args)}
