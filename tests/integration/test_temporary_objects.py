@@ -4,6 +4,7 @@ dropped with their shards when the session ends (or at the next start after a cr
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from pathlib import Path
@@ -11,7 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.integration.psql_client import run_psql
 from tests.integration.server import WeirServer
+from tests.pg_server import pg_server  # noqa: F401
 
 NOT_FOUND = "42P01"
 
@@ -174,3 +177,39 @@ def test_crash_leaves_no_temporary_objects(tmp_path: Path, java: None) -> None:
         assert not _shard_files(srv.data_dir, tid), "a crashed session's temporary shard leaked"
     finally:
         srv.stop()
+
+
+def test_catalog_tools_see_the_sessions_temp_objects(server: WeirServer) -> None:
+    with server.connect() as a, server.connect() as b:
+        a.execute("CREATE TABLE tt_perm (a int)")
+        a.execute("CREATE TEMP TABLE tt_cat (a int)")
+        assert a.execute("SELECT 'tt_cat'::regclass::text, 'pg_temp.tt_cat'::regclass::text").fetchone() \
+            == ("tt_cat", "tt_cat")
+        assert a.execute("SELECT relpersistence FROM pg_class WHERE relname IN ('tt_cat', 'tt_perm') "
+                         "ORDER BY relname").fetchall() == [("t",), ("p",)]
+        assert a.execute("SELECT pg_my_temp_schema() = (SELECT n.oid FROM pg_namespace n JOIN pg_class c "
+                         "ON c.relnamespace = n.oid WHERE relname = 'tt_cat')").fetchone() == (True,)
+        assert a.execute("SELECT count(*) FROM pg_class c WHERE relname = 'tt_cat' "
+                         "AND pg_table_is_visible(c.oid)").fetchone() == (1,)
+        assert b.execute("SELECT pg_my_temp_schema()").fetchone() == (0,)  # PostgreSQL's 0 for none
+        assert b.execute("SELECT count(*) FROM pg_class c WHERE relname = 'tt_cat' "
+                         "AND pg_table_is_visible(c.oid)").fetchone() == (0,)
+        assert [r[0] for r in a.execute("SHOW TABLES FROM mz_temp").fetchall()] == ["tt_cat"]
+        assert b.execute("SHOW TABLES FROM mz_temp").fetchall() == []
+        a.execute("DROP TABLE tt_perm")
+
+
+def test_psql_describes_a_temp_table_as_postgres(psql_bin: str, server: WeirServer, pg_server) -> None:  # noqa: F811
+    """psql's \\d of a temporary table and view, in the session that made them: what PostgreSQL
+    15's psql prints, but for the schema's name (mz_temp, PostgreSQL's pg_temp_N)."""
+    pg_server.create_database("tempobj")
+    made = ["-c", "CREATE TEMP TABLE tt_psql (id int NOT NULL, name varchar(20), note text)",
+            "-c", "CREATE TEMP VIEW tv_psql AS SELECT id, note FROM tt_psql"]
+    shown = ["-c", r"\d tt_psql", "-c", r"\d tv_psql"]
+    got_weir = run_psql(psql_bin, server.dsn, *made, *shown)
+    got_pg = run_psql(psql_bin, pg_server.dsn("tempobj"), *made, *shown)
+    assert got_weir.returncode == 0, got_weir.stderr
+    assert "mz_temp.tt_psql" in got_weir.stdout
+    # titles are centred over the table: a shorter schema name moves them
+    assert [line.strip() for line in got_weir.stdout.splitlines()] == \
+        [line.strip() for line in re.sub(r"pg_temp_\d+", "mz_temp", got_pg.stdout).splitlines()]

@@ -75,6 +75,7 @@ class Session(api.Session):
         self.sql_prepared: dict[str, api.PreparedStatement] = {}  # PREPARE name AS ...
         self._planning_key: tuple[Any, Any] = (None, None)
         self.temp_schema_id: str | None = None  # its mz_temp schema (weir.adapter.temporary)
+        self.temp_schema_oid = 0
         self.applying = False  # a statement is being executed (not described): set_config() applies
         self.vars["database"] = database
         self.startup_database = database  # what RESET ALL / DISCARD ALL go back to
@@ -211,7 +212,7 @@ class Session(api.Session):
                               server_started=self.coord.started_at,
                               setting=self.get_var, set_config=self.set_config if self.applying else None,
                               statement_log_access=self.statement_log_access(),
-                              existing_schemas=self.existing_schemas,
+                              existing_schemas=self.existing_schemas, temp_schema_oid=self.temp_schema_oid,
                               visible_objects=lambda: privileges.visible_objects(self))
 
     def existing_schemas(self) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from weir.catalog.model import TEMP_SCHEMA_ALIASES
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 
@@ -22,6 +23,8 @@ def _schema_id(session: Session, parts: list[str] | None) -> str:
     if parts:
         if len(parts) > 2:
             raise WeirError(SqlState.SYNTAX_ERROR, f"invalid schema name {'.'.join(parts)}")
+        if parts[-1] in TEMP_SCHEMA_ALIASES:  # the session's own (none yet: nothing to show)
+            return session.temp_schema_id or ""
         db = parts[0] if len(parts) == 2 else session.database
         return coord.lookup_schema(db, parts[-1]).id
     for name in session.search_path:

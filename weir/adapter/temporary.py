@@ -31,7 +31,8 @@ def target(session: Session, parts: list[str]) -> tuple[str, str]:
     if len(parts) >= 2 and not names_temp_schema(parts):
         raise WeirError(SqlState.INVALID_TABLE_DEFINITION, "cannot create temporary item in non-temporary schema")
     if session.temp_schema_id is None:
-        session.temp_schema_id = session.coord.catalog.create_temp_schema(session.role.id).id
+        schema = session.coord.catalog.create_temp_schema(session.role.id)
+        session.temp_schema_id, session.temp_schema_oid = schema.id, schema.oid
     return session.temp_schema_id, parts[-1]
 
 
@@ -51,7 +52,7 @@ def refuse_dependencies(depends_on: dict[str, RelationDesc]) -> None:
 
 async def drop_all(session: Session) -> None:
     """DISCARD TEMP / ALL and the session's end: its schema with everything in it."""
-    schema_id, session.temp_schema_id = session.temp_schema_id, None
+    schema_id, session.temp_schema_id, session.temp_schema_oid = session.temp_schema_id, None, 0
     if schema_id is None:
         return
     coord = session.coord

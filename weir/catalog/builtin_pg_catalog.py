@@ -26,6 +26,7 @@ from weir.catalog.model import (
     PG_CATALOG,
     SOURCE,
     TABLE,
+    TEMP_SCHEMA,
     VIEW,
     Item,
     Snapshot,
@@ -203,8 +204,13 @@ def _class_of(s: Snapshot, i: Item) -> list[Row]:
     replident = "d" if kind in ("r", "m") else "n"
     relam = ARRANGEMENT_AM_OID if kind == "i" else 0
     return [(i.oid, i.name, schema_oid(s, i), 0, 0, role_oid(s, i.owner_id), relam, 0, 0, 0, -1.0, 0, 0,
-             kind != "i" and has_index(s, i), False, "p", kind, natts, 0, False, False, False, False, False,
+             kind != "i" and has_index(s, i), False, _persistence(i), kind, natts, 0, False, False, False, False, False,
              True, replident, False, 0, aclitems(s, item_acl(s, i)), None, None, i.database_name)]
+
+
+def _persistence(i: Item) -> str:
+    """relpersistence: 't' for a session's temporary relation (psql and pgjdbc read it)."""
+    return "t" if i.database_name is None and i.schema_name == TEMP_SCHEMA else "p"
 
 
 def _attribute(relid: int, name: str, t: PgType, attnum: int, nullable: bool, default: str | None,

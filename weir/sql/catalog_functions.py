@@ -185,7 +185,7 @@ def _visible(name: str, arg: exp.Expression) -> exp.Expression:
     table, column = _VISIBLE[name]
     query = _parse(f"SELECT weir_o.oid FROM pg_catalog.{table} weir_o JOIN pg_catalog.pg_namespace weir_n "
                    f"ON weir_n.oid = weir_o.{column} WHERE weir_n.nspname = ANY (current_schemas(false)) "
-                   "OR weir_n.nspname = 'pg_catalog'")
+                   "OR weir_n.nspname = 'pg_catalog' OR weir_n.oid = pg_my_temp_schema()")
     return exp.Paren(this=exp.In(this=arg.copy(), query=exp.Subquery(this=query)))
 
 
@@ -193,9 +193,15 @@ def _relation_oid(text: str) -> exp.Expression:
     """'name' or 'schema.name' as regclass: the relation's oid (the search path's schemas for
     an unqualified name)."""
     schema, name = _split_name(text)
-    where = f"weir_n.nspname = {_q(schema)}" if schema else "weir_n.nspname = ANY (current_schemas(true))"
-    return _parse(f"(SELECT max(weir_c.oid) FROM pg_catalog.pg_class weir_c JOIN pg_catalog.pg_namespace weir_n "
-                  f"ON weir_n.oid = weir_c.relnamespace WHERE weir_c.relname = {_q(name)} AND {where})")
+    lookup = ("(SELECT max(weir_c.oid) FROM pg_catalog.pg_class weir_c JOIN pg_catalog.pg_namespace weir_n "
+              f"ON weir_n.oid = weir_c.relnamespace WHERE weir_c.relname = {_q(name)} AND {{}})")
+    temp = lookup.format("weir_n.oid = pg_my_temp_schema()")  # the session's own temporary schema
+    if schema in ("mz_temp", "pg_temp"):
+        return _parse(temp)
+    if schema:
+        return _parse(lookup.format(f"weir_n.nspname = {_q(schema)}"))
+    # searched first, as in PostgreSQL
+    return _parse(f"coalesce({temp}, {lookup.format('weir_n.nspname = ANY (current_schemas(true))')})")
 
 
 def _split_name(text: str) -> tuple[str | None, str]:
@@ -209,7 +215,8 @@ def _relation_name(arg: str) -> str:
     """An oid as regclass output: the relation's name, schema-qualified when its schema is
     not on the search path; the number when there is no such relation."""
     rel, nsp = quote_ident_sql("weir_c.relname"), quote_ident_sql("weir_n.nspname")
-    return (f"coalesce((SELECT max(CASE WHEN weir_n.nspname = ANY (current_schemas(true)) THEN {rel} "
+    return (f"coalesce((SELECT max(CASE WHEN weir_n.nspname = ANY (current_schemas(true)) "
+            f"OR weir_n.oid = pg_my_temp_schema() THEN {rel} "
             f"ELSE {nsp} || '.' || {rel} END) FROM pg_catalog.pg_class weir_c JOIN pg_catalog.pg_namespace weir_n "
             f"ON weir_n.oid = weir_c.relnamespace WHERE weir_c.oid = {arg}), CAST({arg} AS text))")
 

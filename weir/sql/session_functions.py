@@ -43,6 +43,7 @@ class SessionContext:
     # set_config(name, value, is_local): sets and returns the canonical value; None when the
     # statement is only being described (set_config then changes nothing)
     set_config: Callable[[str, str | None, bool], str] | None = None
+    temp_schema_oid: int = 0  # pg_my_temp_schema(): the session's mz_temp, 0 while it has none
 
     def schemas(self) -> list[str]:
         return self.search_path if self.existing_schemas is None else self.existing_schemas()
@@ -62,6 +63,7 @@ _QUALIFIED: dict[str, Callable[[exp.Anonymous], exp.Expression]] = {
     "current_schema": lambda a: exp.CurrentSchema(),
     "current_schemas": lambda a: exp.CurrentSchemas(this=a.expressions[0] if a.expressions else None),
     "current_setting": lambda a: a, "set_config": lambda a: a, "pg_backend_pid": lambda a: a,
+    "pg_my_temp_schema": lambda a: a,
     "pg_postmaster_start_time": lambda a: a,
     "now": lambda a: a, "mz_now": lambda a: a,
 }
@@ -104,6 +106,8 @@ def session_function_type(node: exp.Expression) -> PgType | None:
             return T.TEXT
         if fname == "pg_backend_pid":
             return T.INT4
+        if fname == "pg_my_temp_schema" and not node.expressions:
+            return T.BY_NAME["oid"]
         if fname == "pg_postmaster_start_time" and not node.expressions:
             return T.TIMESTAMPTZ
         if fname == "current_setting" and len(node.expressions) in (1, 2):
@@ -197,6 +201,8 @@ def session_value(node: exp.Expression, ctx: SessionContext) -> exp.Expression:
         return literal(ctx.visible_objects() if ctx.visible_objects is not None else None, T.TEXT_ARRAY)
     if fname == "pg_backend_pid":
         return literal(ctx.connection_id, T.INT4)
+    if fname == "pg_my_temp_schema":
+        return literal(ctx.temp_schema_oid, T.BY_NAME["oid"])
     if fname == "pg_postmaster_start_time":
         return literal(ctx.server_started or ctx.statement_time, T.TIMESTAMPTZ)
     if fname in ("current_setting", "set_config"):
