@@ -213,6 +213,12 @@ SAME += ["SELECT exp('nan'::numeric)::text, exp('-inf'::numeric), exp('inf'::num
          "sqrt('inf'::numeric)::text, ln('nan'::numeric)::text, log('inf'::numeric, 2), "
          "log(2, 'inf'::numeric)::text, log('nan'::numeric, 2)::text",
          "SELECT U&'d!0061t!+000061' UESCAPE '!'"]
+# format(): %s %I %L, positions, widths, VARIADIC (refused before: 42 statements of pg_regress)
+SAME += ["SELECT format('INSERT INTO %I VALUES(%L,%L)', 'mytab', 10, 'Hello'), format('%1$s %3$s', 1, 2, 3), "
+         "format('>>%-10s<<', 'Hello'), format('>>%2$*1$L<<', 10, 'Hello'), format('Hello %s %1$s %s', 'W', 'H'), "
+         "format('%s, %s', VARIADIC ARRAY[true, false]::text[]), format('%I %I %I', 'user', 'a\"b', 'ab1$'), "
+         "format('%L', E'a\\\\b'), format(NULL), format('100%%')",
+         "SELECT x, a, format('%s|%L|%I|%5s|%-3s|', x, x, coalesce(x, 'n'), a, a) FROM r2_str, r2_t"]
 
 # ... and their errors, as PostgreSQL's (SQLSTATE and message)
 SAME_ERROR = [
@@ -236,6 +242,8 @@ SAME_ERROR = [
     "SELECT U&'wrong: +0061' UESCAPE '+'",
     "SELECT ln('-inf'::numeric)",
     "SELECT sqrt('-inf'::numeric)",
+    "SELECT format('Hello %s %s', 'World')", "SELECT format('%0$s', 'x')", "SELECT format('Hello %x', 1)",
+    "SELECT format('%1$', 1)", "SELECT x, format('%I', x) FROM r2_str",
 ]
 
 # Relations a materialized view / an indexed view is made of: each compared with

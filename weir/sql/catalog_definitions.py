@@ -6,10 +6,31 @@ index reflection), and the quoting of names they use. Templates take their argum
 
 from __future__ import annotations
 
+# PostgreSQL 15's keywords that quote_ident quotes (kwlist.h: every category but unreserved)
+QUOTED_KEYWORDS = frozenset("""
+all analyse analyze and any array as asc asymmetric both case cast check collate column constraint
+create current_catalog current_date current_role current_time current_timestamp current_user default
+deferrable desc distinct do else end except false fetch for foreign from grant group having in
+initially intersect into lateral leading limit localtime localtimestamp not null offset on only or
+order placing primary references returning select session_user some symmetric table then to
+trailing true union unique user using variadic when where window with
+between bigint bit boolean char character coalesce dec decimal exists extract float greatest
+grouping inout int integer interval least national nchar none normalize nullif numeric out overlay
+position precision real row setof smallint substring time timestamp treat trim values varchar
+xmlattributes xmlconcat xmlelement xmlexists xmlforest xmlnamespaces xmlparse xmlpi xmlroot
+xmlserialize xmltable
+authorization binary collation concurrently cross current_schema freeze full ilike inner is isnull
+join left like natural notnull outer overlaps right similar tablesample verbose
+""".split())
+
+
+
+_KEYWORD_LIST = ", ".join(f"'{k}'" for k in sorted(QUOTED_KEYWORDS))
+
 
 def quote_ident_sql(s: str) -> str:
-    """quote_ident(s) (without PostgreSQL's keyword list, as weir's catalog quotes names)."""
-    return (f"CASE WHEN {s} ~ '^[a-z_][a-z0-9_$]*$' THEN {s} "
+    """quote_ident(s): PostgreSQL's quote_identifier (safe characters, keywords quoted)."""
+    return (f"CASE WHEN {s} ~ '^[a-z_][a-z0-9_]*$' AND {s} NOT IN ({_KEYWORD_LIST}) THEN {s} "
             f"ELSE '\"' || replace({s}, '\"', '\"\"') || '\"' END")
 
 
