@@ -56,6 +56,10 @@ SAME = [
     "SELECT to_timestamp('0097/Feb/16 --> 08:14:30', 'YYYY/Mon/DD --> HH:MI:SS'), "
     "to_timestamp('2018-11-02 12:34:56.123456', 'YYYY-MM-DD HH24:MI:SS.FF4'), to_date('2016 366', 'YYYY DDD')",
     "SELECT id, to_timestamp(s, f)::text AS t, to_date(s, f)::text AS d FROM dt_fmt",
+    # to_char patterns Java's formatter has no equivalent of: PostgreSQL's own, in the UDF
+    "SELECT id, to_char(ts, 'DAY Day day DY Dy dy MONTH Month month RM MON Mon mon') AS a, "
+    "to_char(tz, 'YYYY A.D. HH:MI:SS P.M. IYYY IW ID Jth TZ OF') AS b, to_char(d, 'FMDAY FMMonth DDTH Y,YYY') AS c "
+    "FROM dt_t",
 ]
 
 ERRORS = [

@@ -19,6 +19,7 @@ from typing import Any
 from weir.codec import datetime as cdt
 from weir.codec import formatting
 from weir.codec import timezones as tzs
+from weir.codec import to_char as cto_char
 from weir.errors import SqlState, WeirError
 
 EPOCH = dt.datetime(1970, 1, 1)
@@ -70,4 +71,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "to_timestamp_epoch": lambda x: str(micros(to_timestamp_epoch(float(x)))),
     "to_timestamp": lambda s, fmt: str(micros(formatting.to_timestamp(s, fmt))),
     "to_date": lambda s, fmt: str((formatting.to_date(s, fmt) - EPOCH.date()).days),
+    # to_char of a timestamp (or date) and of a timestamptz: microseconds since 1970 and the template
+    "to_char": lambda us, fmt: cto_char.to_char(from_micros(int(us)), fmt, with_zone=False),
+    "to_char_tz": lambda us, fmt: cto_char.to_char(from_micros(int(us)), fmt, with_zone=True),
 }

@@ -56,6 +56,7 @@ _MONTHS_FULL = ["January", "February", "March", "April", "May", "June", "July", 
                 "October", "November", "December"]
 _DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 _DAYS_SHORT = [d[:3] for d in _DAYS]
+MONTHS_FULL, DAYS = _MONTHS_FULL, _DAYS  # for weir.codec.to_char
 _AMPM, _AMPM_LONG = ["am", "pm", "AM", "PM"], ["a.m.", "p.m.", "A.M.", "P.M."]
 _ADBC, _ADBC_LONG = ["ad", "bc", "AD", "BC"], ["a.d.", "b.c.", "A.D.", "B.C."]
 _RM = ["xii", "xi", "x", "ix", "viii", "vii", "vi", "v", "iv", "iii", "ii", "i"]
@@ -72,6 +73,7 @@ class Node:
     key: tuple[str, str, bool, str | None] | None = None
     fm: bool = False
     th: bool = False
+    upper_th: bool = False  # TH rather than th
 
 
 def _is_separator(c: str) -> bool:
@@ -93,7 +95,7 @@ def parse_format(fmt: str) -> list[Node]:
             th = fmt.startswith(("TH", "th"), i)
             if th or fmt.startswith("SP", i):
                 i += 2
-            nodes.append(Node("action", key[0], key, fm, th))
+            nodes.append(Node("action", key[0], key, fm, th, fmt.startswith("TH", i - 2) and th))
         elif i < len(fmt):
             if fmt[i] == '"':
                 i += 1

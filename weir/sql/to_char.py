@@ -8,7 +8,10 @@ import re
 
 from sqlglot import exp
 
-from weir.sql import infer
+from weir import types as T
+from weir.errors import WeirError
+from weir.sql import infer, udf_calls
+from weir.sql import translate as tr
 from weir.sql.infer import Types
 from weir.sql.translate import refuse as _refuse
 
@@ -30,9 +33,15 @@ def to_char(node: exp.Expression, types: Types) -> exp.Expression:
     t = types.of(value)
     if not (infer.is_timestamp(t) or infer.is_date(t)):
         raise _refuse(f"to_char of {t.name if t else 'an argument of unknown type'}")
-    if not (isinstance(fmt, exp.Literal) and fmt.is_string):
-        raise _refuse("to_char with a non-constant template")
-    return exp.Anonymous(this="date_format", expressions=[value, exp.Literal.string(_java_pattern(fmt.this))])
+    if isinstance(fmt, exp.Literal) and fmt.is_string:
+        try:
+            return exp.Anonymous(this="date_format", expressions=[value, exp.Literal.string(_java_pattern(fmt.this))])
+        except WeirError:
+            pass  # a pattern Java's formatter has no equivalent of: PostgreSQL's own, in the UDF
+    micros = tr.spark_template("CAST(unix_micros(CAST({x} AS TIMESTAMP_LTZ)) AS STRING)", x=value)
+    text = exp.Cast(this=fmt, to=exp.DataType.build("STRING", dialect="spark"))
+    operation = "to_char_tz" if t is not None and t.oid == T.TIMESTAMPTZ.oid else "to_char"
+    return udf_calls.checked("weir_datetime", operation, micros, text)
 
 
 def _java_pattern(template: str) -> str:
