@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from weir.codec import datetime as cdt
+from weir.codec import datetime_fields as df
+from weir.codec import datetime_parse as dp
 from weir.codec import formatting
 from weir.codec import timezones as tzs
 from weir.codec import to_char as cto_char
@@ -59,6 +61,58 @@ def to_timestamp_epoch(seconds: float) -> dt.datetime:
 def _g(x: float) -> str:
     """C's %g."""
     return f"{x:g}"
+
+
+def _sane_zone(tm: dp.Tm, zone: str) -> int:
+    """parse_sane_timezone: a numeric offset (ISO sign), an abbreviation or a zone name, as
+    seconds west of UTC at the wall-clock time `tm`."""
+    if zone[:1].isdigit():
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
+                        f'invalid input syntax for type numeric time zone: "{zone}"',
+                        hint='Numeric time zones must have "-" or "+" as first character.')
+    try:
+        return df.decode_timezone(zone)
+    except df.DtErr as e:
+        if e.code == df.TZDISP_OVERFLOW:
+            raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'numeric time zone "{zone}" out of range') from None
+        if e.code != df.BAD:
+            raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'time zone "{zone}" not recognized') from None
+    ab = tzs.abbrev(zone.lower()[:63])
+    if ab is not None:
+        return -ab.offset if ab.zone is None else dp.abbrev_offset_at(tm, ab)
+    z = tzs.zone(zone)
+    if z is None:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'time zone "{zone}" not recognized')
+    return dp.zone_offset_at(tm, z)
+
+
+def make_timestamp(year: int, month: int, mday: int, hour: int, minute: int, sec: float,
+                   zone: str | None = None, zoned: bool = False) -> dt.datetime:
+    """make_timestamp / make_timestamptz (make_timestamp_internal): naive, UTC when zoned."""
+    tm = dp.Tm(year=year, mon=month, mday=mday)
+    try:
+        dp.validate_date(df.DATE_M, False, False, False, tm)
+    except df.DtErr:
+        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW,
+                        f"date field value out of range: {year}-{month:02d}-{mday:02d}") from None
+    usec = None if math.isnan(sec) else round(sec * 1_000_000) if not math.isinf(sec) else sec
+    if (not 0 <= hour <= 24 or not 0 <= minute < 60 or usec is None or not 0 <= usec <= 60_000_000
+            or ((hour * 60 + minute) * 60) * 1_000_000 + usec > 86_400_000_000):
+        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW,
+                        f"time field value out of range: {hour}:{minute:02d}:{_g2(sec)}")
+    micros = (df.date2j(year, month, mday) - 2440588) * 86_400_000_000 + (hour * 60 + minute) * 60_000_000 + int(usec)
+    if zoned and zone is not None:
+        tm.hour, tm.min, tm.sec = hour, minute, int(usec // 1_000_000)
+        micros += _sane_zone(tm, zone) * 1_000_000
+    try:
+        return EPOCH + dt.timedelta(microseconds=micros)
+    except OverflowError:
+        raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
+
+
+def _g2(x: float) -> str:
+    """C's %02g."""
+    return f"{x:02g}"
 
 
 OPERATIONS: dict[str, Callable[..., Any]] = {

@@ -501,3 +501,18 @@ def _abbrev_offset(tm: Tm, ab: tzs.Abbrev | None) -> int:
     probe = local + west if local is not None else 0
     east = tzs.abbrev_offset(ab, probe)
     return -east if east is not None else west
+
+
+def validate_date(fmask: int, isjulian: bool, is2digits: bool, bc: bool, tm: Tm) -> None:
+    """ValidateDate."""
+    _validate_date(fmask, isjulian, is2digits, bc, tm)
+
+
+def zone_offset_at(tm: Tm, zone: tzs.Zone) -> int:
+    """A zone's offset (seconds west) at a wall-clock time (DetermineTimeZoneOffset)."""
+    return _zone_offset(tm, zone)
+
+
+def abbrev_offset_at(tm: Tm, ab: tzs.Abbrev) -> int:
+    """A dynamic abbreviation's offset (seconds west) at a wall-clock time."""
+    return _abbrev_offset(tm, ab)
