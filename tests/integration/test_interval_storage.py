@@ -128,3 +128,28 @@ def test_indexed_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
         assert _text(w.execute(f"SELECT * FROM iv_v{n}").fetchall()) == _text(p.execute(sql).fetchall())
     finally:
         w.execute(f"DROP VIEW IF EXISTS iv_v{n} CASCADE")
+
+
+@pytest.mark.parametrize("where", ["i = INTERVAL '1 mon'", "i = '720 hours'", "i > INTERVAL '1 mon' OR i IS NULL"])
+def test_index_lookup_by_span(both, where: str) -> None:  # noqa: ANN001
+    """A filter or ORDER BY on an indexed interval column is answered by span ('1 mon' finds
+    '30 days' and '720 hours'), not by the fields an arrangement holds."""
+    w, p = both
+    w.execute("CREATE VIEW iv_idx AS SELECT id, i FROM iv")
+    w.execute("CREATE INDEX iv_idx_i ON iv_idx (i)")
+    try:
+        sql = f"SELECT id, i FROM {{}} WHERE {where} ORDER BY i, id"
+        assert [tuple(map(str, r)) for r in w.execute(sql.format("iv_idx")).fetchall()] == \
+            [tuple(map(str, r)) for r in p.execute(sql.format("iv")).fetchall()]
+    finally:
+        w.execute("DROP VIEW IF EXISTS iv_idx CASCADE")
+
+
+def test_parameters_and_text_of_stored_intervals(both) -> None:  # noqa: ANN001
+    """An interval parameter (psycopg sends timedelta) compares by span; ::text, || and
+    the wire text of stored values are PostgreSQL's."""
+    w, p = both
+    for conn in both:
+        conn.execute("SELECT 1")
+    sql = "SELECT id, i::text, 'x' || i FROM iv WHERE i = %s ORDER BY id"
+    assert w.execute(sql, [dt.timedelta(days=30)]).fetchall() == p.execute(sql, [dt.timedelta(days=30)]).fetchall()

@@ -11,6 +11,7 @@ import datetime as dt
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from sqlglot import exp
 
 from weir import types as T
 from weir.codec.interval import PgInterval
@@ -78,3 +79,11 @@ def test_grouped_and_sorted_by_span() -> None:
     assert "GROUP BY ((CAST((i).months AS DECIMAL(38, 0)) * 30" in sql and "FIRST(i)" in sql
     assert "ORDER BY ((CAST((FIRST(i)).months" in sql
     assert "WHERE ((CAST((i).months" in _spark(f"SELECT id FROM {V} WHERE i = INTERVAL '720 hours'")
+
+
+def test_unquoted_qualifier_and_string_literal_compare_by_span() -> None:
+    e = parse_statement("SELECT count(*) FROM t WHERE T.i <> '@ 10 days' GROUP BY T.i").expr
+    for table in e.find_all(exp.Table):
+        table.meta["weir_columns"] = {"i": T.INTERVAL}
+    sql = to_spark(fold_typed_literals(e))
+    assert "GROUP BY ((CAST((T.i).months" in sql and "NAMED_STRUCT('months', CAST(0 AS INT), 'days', CAST(10" in sql

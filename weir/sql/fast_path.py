@@ -250,6 +250,9 @@ def plan(expr: exp.Expression, resolver: Resolver,
         if where is not None and any(desc.columns[cols.position(c)].type.name in ("jsonb", "json")
                                      for c in where.find_all(exp.Column)):
             return None  # jsonb compares as values ('1.0' = '1'), not as the text an arrangement holds
+        keys = [c for part in (where, expr.args.get("order")) if part is not None for c in part.find_all(exp.Column)]
+        if any(desc.columns[cols.position(c)].type.name == "interval" for c in keys):
+            return None  # intervals compare and sort by span ('1 mon' = '30 days'), not as they are held
         flt = _filter(where.this, cols) if where is not None else None
         order = []
         if expr.args.get("order"):

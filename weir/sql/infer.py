@@ -232,6 +232,8 @@ class Types:
             sources.extend(_flatten(frm.this))
         for j in select.args.get("joins") or []:
             sources.extend(_flatten(j.this))
+        if table and not any(src.alias_or_name == table for src in sources):
+            table = table.lower()  # an unquoted qualifier (INTERVAL_TBL.f1) names the folded relation
         for src in sources:
             alias = src.alias_or_name
             if table and alias != table:
@@ -292,6 +294,11 @@ class Types:
 
     def _function(self, e: exp.Expression) -> PgType | None:  # noqa: C901 - a table of results
         arg = self.of(e.this) if isinstance(e.args.get("this"), exp.Expression) else None
+        if isinstance(e, exp.WithinGroup):  # ordered-set aggregates (weir.sql.ordered_set)
+            keys = e.expression.expressions if isinstance(e.expression, exp.Order) else []
+            if isinstance(e.this, (exp.PercentileDisc, exp.Mode)):
+                return self.of(keys[0].this) if keys else None
+            return T.FLOAT8 if isinstance(e.this, exp.PercentileCont) else self.of(e.this)
         if isinstance(e, exp.Count) or isinstance(e, (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)):
             return T.INT8
         if isinstance(e, (exp.PercentRank, exp.CumeDist)):

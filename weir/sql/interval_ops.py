@@ -70,7 +70,9 @@ def comparison(node: exp.Expression, types: Types) -> exp.Expression | None:
         if isinstance(side, (exp.Any, exp.All)) or (isinstance(side, exp.Anonymous)
                                                     and side.name.lower() in ("all", "some")):
             raise refuse("ANY / ALL of intervals")
-        if not _is(side, types) and not isinstance(side, exp.Null):
+        if isinstance(side, exp.Literal) and side.is_string:  # '30 days': PostgreSQL's interval_in
+            node.set(key, interval_literal(cinterval.parse(side.this)))
+        elif not _is(side, types) and not isinstance(side, exp.Null) and types.of(side) is not None:
             raise refuse("comparison of an interval with a value of another type")
     node.set("this", iv.span(node.this))
     node.set("expression", iv.span(node.expression))
@@ -97,7 +99,8 @@ def sum_avg(node: exp.Expression, types: Types) -> exp.Expression | None:
     name = "sum" if isinstance(node, exp.Sum) else "avg"
     _plain_aggregate(node, name)
     m, d, t = iv.fields(node.this)
-    total = iv.build(exp.Sum(this=m), exp.Sum(this=d), exp.Sum(this=t))
+    total = iv.build(exp.Sum(this=m), exp.Sum(this=d),
+                     exp.Sum(this=exp.Cast(this=t, to=exp.DataType.build("DECIMAL(38,0)"))))
     if isinstance(node, exp.Sum):
         return total
     count = exp.Anonymous(this="nullif", expressions=[exp.Count(this=node.this.copy()), exp.Literal.number(0)])

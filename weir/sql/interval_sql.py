@@ -40,12 +40,23 @@ def fields(x: exp.Expression) -> tuple[exp.Expression, exp.Expression, exp.Expre
     return field(x, "months"), field(x, "days"), field(x, "micros")
 
 
+_OUT_OF_RANGE = raise_sql("22008", "interval out of range")
+_INT = "BETWEEN -2147483648 AND 2147483647"
+
+
 def build(m: exp.Expression, d: exp.Expression, t: exp.Expression) -> exp.Expression:
-    """The interval of these three fields (NULL when the time is NULL: every builder's
-    fields are NULL together). Out of range fields fail (ANSI casts) as PostgreSQL's
-    "interval out of range" does."""
-    return spark_template(f"CASE WHEN {{t}} IS NULL THEN {_NULL} ELSE named_struct('months', CAST({{m}} AS INT), "
-                          "'days', CAST({d} AS INT), 'micros', CAST({t} AS BIGINT)) END", m=m, d=d, t=t)
+    """The interval of these three fields, each computed wide (BIGINT, DECIMAL or DOUBLE,
+    truncated toward zero to an INT / BIGINT as C's casts do): NULL when the time is NULL
+    (every builder's fields are NULL together), PostgreSQL's "interval out of range" when a
+    field does not fit."""
+    return spark_template(
+        f"CASE WHEN {{t}} IS NULL THEN {_NULL} WHEN NOT ({{m}} {_INT} AND {{d}} {_INT} AND {{t}} >= -9223372036854775808 "
+        f"AND {{t}} < 9223372036854775808) THEN {_OUT_OF_RANGE} ELSE named_struct('months', CAST({{m}} AS INT), "
+        "'days', CAST({d} AS INT), 'micros', CAST({t} AS BIGINT)) END", m=m, d=d, t=t)
+
+
+def _wide(x: exp.Expression, ddl: str) -> exp.Expression:
+    return spark_template(f"CAST({{x}} AS {ddl})", x=x)
 
 
 def span(x: exp.Expression) -> exp.Expression:
@@ -58,13 +69,15 @@ def add(a: exp.Expression, b: exp.Expression, op: str = "+") -> exp.Expression:
     """interval_pl / interval_mi: field by field, no cascade."""
     def body(v: exp.Expression) -> exp.Expression:
         (m1, d1, t1), (m2, d2, t2) = fields(field(v, "a")), fields(field(v, "b"))
-        return build(*(spark_template(f"({{x}} {op} {{y}})", x=x, y=y) for x, y in ((m1, m2), (d1, d2), (t1, t2))))
+        return build(*(spark_template(f"({{x}} {op} {{y}})", x=_wide(x, ddl), y=y)
+                       for x, y, ddl in ((m1, m2, "BIGINT"), (d1, d2, "BIGINT"), (t1, t2, "DECIMAL(20,0)"))))
 
     return bind(spark_template("named_struct('a', {a}, 'b', {b})", a=a, b=b), body)
 
 
 def neg(a: exp.Expression) -> exp.Expression:
-    return bind(a, lambda v: build(*(spark_template("(- {x})", x=x) for x in fields(v))))
+    return bind(a, lambda v: build(*(spark_template("(- {x})", x=_wide(x, ddl))
+                                     for x, ddl in zip(fields(v), ("BIGINT", "BIGINT", "DECIMAL(20,0)"), strict=True))))
 
 
 def scale(a: exp.Expression, factor: exp.Expression, op: str) -> exp.Expression:
@@ -79,17 +92,40 @@ def scale(a: exp.Expression, factor: exp.Expression, op: str) -> exp.Expression:
 
 
 def _scaled(a: exp.Expression, f: exp.Expression, op: str) -> exp.Expression:
+    """The steps bound one by one (bind), so the SQL stays small."""
     m, d, t = fields(a)
     mf, df, tf = (spark_template(f"(CAST({{x}} AS DOUBLE) {op} {{f}})", x=x, f=f) for x in (m, d, t))
-    months = spark_template("CAST({x} AS INT)", x=mf)
-    days0 = spark_template("CAST({x} AS INT)", x=df)
-    mrd = spark_template("(rint((({mf} - {mo}) * 30) * 1000000.0) / 1000000.0)", mf=mf, mo=months)
+    return bind(spark_template("named_struct('mf', {mf}, 'df', {df}, 'tf', {tf})", mf=mf, df=df, tf=tf), _products)
+
+
+def _products(w: exp.Expression) -> exp.Expression:
+    mf, df = field(w, "mf"), field(w, "df")
+    months = spark_template(f"CASE WHEN {{x}} IS NULL THEN NULL WHEN {{x}} {_INT} THEN CAST({{x}} AS INT) ELSE {_OUT_OF_RANGE} END", x=mf)
+    days0 = spark_template(f"CASE WHEN {{x}} IS NULL THEN NULL WHEN {{x}} {_INT} THEN CAST({{x}} AS INT) ELSE {_OUT_OF_RANGE} END", x=df)
+    parts = spark_template("named_struct('mo', {mo}, 'd0', {d0}, 'mf', {mf}, 'df', {df}, 'tf', {tf})",
+                           mo=months, d0=days0, mf=mf, df=df, tf=field(w, "tf"))
+    return bind(parts, _remainders)
+
+
+def _remainders(u: exp.Expression) -> exp.Expression:
+    mrd = spark_template("(rint((({mf} - {mo}) * 30) * 1000000.0) / 1000000.0)", mf=field(u, "mf"), mo=field(u, "mo"))
+    return bind(spark_template("named_struct('u', {u}, 'mrd', {mrd})", u=u, mrd=mrd), _seconds)
+
+
+def _seconds(z: exp.Expression) -> exp.Expression:
+    u, mrd = field(z, "u"), field(z, "mrd")
     sr = spark_template("(rint((({df} - {d0} + {mrd} - CAST({mrd} AS INT)) * 86400) * 1000000.0) / 1000000.0)",
-                        df=df, d0=days0, mrd=mrd)
+                        df=field(u, "df"), d0=field(u, "d0"), mrd=mrd)
+    return bind(spark_template("named_struct('z', {z}, 'sr', {sr})", z=z, sr=sr), _cascaded)
+
+
+def _cascaded(y: exp.Expression) -> exp.Expression:
+    z, sr = field(y, "z"), field(y, "sr")
+    u, mrd = field(z, "u"), field(z, "mrd")
     carry = spark_template("CASE WHEN abs({sr}) >= 86400 THEN CAST({sr} / 86400 AS INT) ELSE 0 END", sr=sr)
-    days = spark_template("({d0} + {c} + CAST({mrd} AS INT))", d0=days0, c=carry, mrd=mrd)
-    time = spark_template("CAST(rint({tf} + ({sr} - {c} * 86400) * 1000000.0) AS BIGINT)", tf=tf, sr=sr, c=carry)
-    return build(months, days, time)
+    days = spark_template("(CAST({d0} AS BIGINT) + {c} + CAST({mrd} AS INT))", d0=field(u, "d0"), c=carry, mrd=mrd)
+    time = spark_template("rint({tf} + ({sr} - {c} * 86400) * 1000000.0)", tf=field(u, "tf"), sr=sr, c=carry)
+    return build(field(u, "mo"), days, time)
 
 
 def to_calendar(x: exp.Expression) -> exp.Expression:
