@@ -219,6 +219,28 @@ SAME += ["SELECT format('INSERT INTO %I VALUES(%L,%L)', 'mytab', 10, 'Hello'), f
          "format('%s, %s', VARIADIC ARRAY[true, false]::text[]), format('%I %I %I', 'user', 'a\"b', 'ab1$'), "
          "format('%L', E'a\\\\b'), format(NULL), format('100%%')",
          "SELECT x, a, format('%s|%L|%I|%5s|%-3s|', x, x, coalesce(x, 'n'), a, a) FROM r2_str, r2_t"]
+# ordered-set and hypothetical-set aggregates (WITHIN GROUP), untyped arrays after ANY / ALL
+SAME += ["SELECT rank(3) WITHIN GROUP (ORDER BY x), dense_rank(3) WITHIN GROUP (ORDER BY x), "
+         "percent_rank(3) WITHIN GROUP (ORDER BY x), cume_dist(3) WITHIN GROUP (ORDER BY x) "
+         "FROM (VALUES (1), (1), (2), (2), (3), (3), (4), (NULL)) v(x)",
+         "SELECT rank(2, 'b') WITHIN GROUP (ORDER BY x DESC, y NULLS FIRST), dense_rank(2, NULL) WITHIN GROUP "
+         "(ORDER BY x, y), cume_dist(2, 'b') WITHIN GROUP (ORDER BY x, y DESC), percent_rank(NULL, 'a') WITHIN "
+         "GROUP (ORDER BY x NULLS FIRST, y) FROM (VALUES (1, 'a'), (2, NULL), (2, 'b'), (2, 'c'), (3, 'a'), "
+         "(NULL, 'z')) v(x, y)",
+         "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY b), percentile_disc(0.5) WITHIN GROUP (ORDER BY b), "
+         "percentile_cont(0.25) WITHIN GROUP (ORDER BY b DESC), percentile_disc(0.25) WITHIN GROUP (ORDER BY b DESC), "
+         "mode() WITHIN GROUP (ORDER BY b), mode() WITHIN GROUP (ORDER BY b DESC) "
+         "FROM (VALUES (1), (3), (5), (7), (NULL), (3), (5)) t(b)",
+         "SELECT percentile_disc(0.3) WITHIN GROUP (ORDER BY s), mode() WITHIN GROUP (ORDER BY s), "
+         "percentile_disc(0) WITHIN GROUP (ORDER BY n), percentile_disc(1) WITHIN GROUP (ORDER BY n DESC) "
+         "FROM (VALUES ('b', 1.5), ('a', 2.25), ('a', 10), ('b', NULL), ('c', 3)) t(s, n)",
+         "SELECT a, percentile_cont(0.5) WITHIN GROUP (ORDER BY b), rank(2) WITHIN GROUP (ORDER BY b) "
+         "FROM r2_t GROUP BY a",
+         "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x), rank(1) WITHIN GROUP (ORDER BY x), "
+         "percent_rank(1) WITHIN GROUP (ORDER BY x) FROM (VALUES (1)) t(x) WHERE false",
+         "SELECT 33 = ANY ('{1,2,33}'), 33 = ALL ('{1,null,3}'), NULL::int >= ALL ('{}'), "
+         "'b' = ANY ('{a,b}'), 1.5 > ANY ('{1.25,NULL}')",
+         "SELECT a, a = ANY ('{1,3,5}'), a <> ALL ('{2}') FROM r2_t"]
 
 # ... and their errors, as PostgreSQL's (SQLSTATE and message)
 SAME_ERROR = [
@@ -244,6 +266,10 @@ SAME_ERROR = [
     "SELECT sqrt('-inf'::numeric)",
     "SELECT format('Hello %s %s', 'World')", "SELECT format('%0$s', 'x')", "SELECT format('Hello %x', 1)",
     "SELECT format('%1$', 1)", "SELECT x, format('%I', x) FROM r2_str",
+    "SELECT rank(3) WITHIN GROUP (ORDER BY x) FROM (VALUES ('fred'), ('jim')) v(x)",
+    "SELECT percentile_cont(1.5) WITHIN GROUP (ORDER BY x) FROM (VALUES (1)) t(x)",
+    "SELECT rank('fred') WITHIN GROUP (ORDER BY a) FROM r2_t",
+    "SELECT 33 = ANY ('{1,x}')",
 ]
 
 # Relations a materialized view / an indexed view is made of: each compared with

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from weir import codec
 from weir import types as T
 from weir.errors import SqlState, WeirError
-from weir.sql import infer, interval_sql
+from weir.sql import infer, interval_sql, literals
 from weir.sql.infer import Types
 from weir.sql.translate import epoch_millis as _epoch_millis
 from weir.sql.translate import refuse as _refuse
@@ -63,6 +64,8 @@ def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
     if isinstance(query, exp.Paren):
         query = query.this
     if not isinstance(query, (exp.Subquery, exp.Query)):
+        if isinstance(query, exp.Literal) and query.is_string:  # `33 = ANY ('{1,2,33}')`
+            query = _array_of_left_type(query.this, types.of(node.this))
         return _array_quantifier(node, right, query)
     subquery = query if isinstance(query, exp.Subquery) else exp.Subquery(this=query)
     if not _in_where_conjunct(node):  # Spark's IN (subquery) answers false, not NULL, elsewhere
@@ -75,6 +78,15 @@ def quantified_subquery(node: exp.Expression, types: Types) -> exp.Expression:
     op = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}.get(
         type(node), type(node).__name__)
     raise _refuse(f"operator {op} {which} (subquery)")
+
+
+def _array_of_left_type(text: str, left: T.PgType | None) -> exp.Expression:
+    """An untyped literal after ANY / ALL is an array of the left operand's type, read with
+    that type's input function (PostgreSQL resolves the unknown as anyarray so)."""
+    element = T.TEXT if left is None or left.oid == T.UNKNOWN.oid else left
+    if element.is_array or element.oid == T.RECORD_OID:
+        raise _refuse(f"{element.name} = ANY (untyped literal)")
+    return literals.literal(codec.decode_text(text, T.array_of(element)), T.array_of(element))
 
 
 _COMPARISON_SQL = {exp.EQ: "=", exp.NEQ: "<>", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}

@@ -24,6 +24,7 @@ from weir.sql import (
     interval_ops,
     jsonb,
     numeric_ops,
+    ordered_set,
     pg_text,
     regex,
     set_returning,
@@ -291,6 +292,7 @@ _HANDLERS: dict[type, _Handler] = {
 _HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its operators; ||, -, =, casts of jsonb
 _HANDLERS.update(text_functions.HANDLERS)  # left, right, lpad, rpad, concat_ws, split_part, translate, chr
 _HANDLERS.update(format_function.HANDLERS)  # format('%s %I %L', ...)
+_HANDLERS.update(ordered_set.HANDLERS)  # percentile_cont/disc, mode, hypothetical rank ... WITHIN GROUP
 _HANDLERS.update(numeric_ops.HANDLERS)  # numeric division, avg, ln, log, exp, sqrt: exact, on the replica
 _HANDLERS[exp.Cast] = numeric_ops.float_cast(_HANDLERS[exp.Cast])  # float -> numeric with PostgreSQL's digits
 # arrays, records, bytea and timestamptz as text: PostgreSQL's text output (weir.sql.pg_text)

@@ -294,6 +294,11 @@ class Types:
 
     def _function(self, e: exp.Expression) -> PgType | None:  # noqa: C901 - a table of results
         arg = self.of(e.this) if isinstance(e.args.get("this"), exp.Expression) else None
+        if isinstance(e, exp.WithinGroup):  # ordered-set aggregates (weir.sql.ordered_set)
+            keys = e.expression.expressions if isinstance(e.expression, exp.Order) else []
+            if isinstance(e.this, (exp.PercentileDisc, exp.Mode)):
+                return self.of(keys[0].this) if keys else None
+            return T.FLOAT8 if isinstance(e.this, exp.PercentileCont) else self.of(e.this)
         if isinstance(e, exp.Count) or isinstance(e, (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Ntile)):
             return T.INT8
         if isinstance(e, (exp.PercentRank, exp.CumeDist)):
