@@ -87,3 +87,26 @@ def test_unquoted_qualifier_and_string_literal_compare_by_span() -> None:
         table.meta["weir_columns"] = {"i": T.INTERVAL}
     sql = to_spark(fold_typed_literals(e))
     assert "GROUP BY ((CAST((T.i).months" in sql and "NAMED_STRUCT('months', CAST(0 AS INT), 'days', CAST(10" in sql
+
+
+@pytest.mark.parametrize(("sql", "text"), [
+    ("SELECT make_interval(years := 1, months := -1, weeks := 5, days := -7, hours := 25, mins := -180)",
+     "11 mons 28 days 22:00:00"),
+    ("SELECT make_interval(hours := -2, mins := -10, secs := -25.3)", "-02:10:25.3"),
+    ("SELECT make_interval(1, 2, 3, 4, 5, 6, 7.5)", "1 year 2 mons 25 days 05:06:07.5"),
+    ("SELECT make_interval(secs := 7e12)", "1944444444:26:40"),
+])
+def test_make_interval_constant(sql: str, text: str) -> None:
+    from weir import codec
+    from weir.sql import constant
+
+    _, types, rows = constant.evaluate(parse_statement(sql).expr)
+    assert codec.encode_text(rows[0][0], types[0]).decode() == text
+
+
+def test_make_interval_of_infinite_seconds_is_out_of_range() -> None:
+    from weir.sql import constant
+
+    with pytest.raises(WeirError) as e:
+        constant.evaluate(parse_statement("SELECT make_interval(secs := 'inf')").expr)
+    assert e.value.sqlstate == "22008"

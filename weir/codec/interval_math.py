@@ -94,6 +94,14 @@ def div(v: PgInterval, factor: float) -> PgInterval:
     return _cascade(v, v.months / factor, v.days / factor, v.micros / factor)
 
 
+def make_interval(years: int, months: int, weeks: int, days: int, hours: int, mins: int, secs: float) -> PgInterval:
+    """PostgreSQL 15's make_interval: secs rounded to microseconds (rint), inf/NaN refused."""
+    if secs != secs or secs in (float("inf"), float("-inf")):
+        raise out_of_range()
+    micros = round(secs * 1_000_000.0)
+    return _checked(years * 12 + months, weeks * 7 + days, hours * 3_600_000_000 + mins * 60_000_000 + micros)
+
+
 def justify_interval(v: PgInterval) -> PgInterval:
     months, days, micros = v.months, v.days, v.micros
     if (days > 0 and micros > 0) or (days < 0 and micros < 0):

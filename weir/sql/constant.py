@@ -154,6 +154,8 @@ def _eval(e: exp.Expression) -> Value:
         return _eval(e.expressions[0])[1].name, T.TEXT
     if isinstance(e, (exp.JustifyDays, exp.JustifyHours, exp.JustifyInterval)):
         return _justify(e)
+    if isinstance(e, exp.MakeInterval):
+        return _make_interval(e)
     if isinstance(e, exp.Extract):
         return _extract(e)
     if isinstance(e, exp.AtTimeZone):
@@ -270,6 +272,37 @@ def _interval_arith(e: exp.Binary, a: Any, ta: PgType, b: Any, tb: PgType) -> Va
     if isinstance(e, exp.Mul):
         return cinterval_math.mul(span, factor), T.INTERVAL
     return cinterval_math.div(span, factor), T.INTERVAL
+
+
+_MAKE_INTERVAL = ("years", "months", "weeks", "days", "hours", "mins", "secs")
+
+
+def _make_interval(e: exp.MakeInterval) -> Value:
+    """make_interval(years, months, weeks, days, hours, mins, secs), positional or named
+    (`secs := 1.5`; sqlglot files named arguments under the wrong slots)."""
+    given: dict[str, exp.Expression] = {}
+    for slot, arg in zip(_MAKE_INTERVAL, (e.args.get(k) for k in e.arg_types), strict=True):
+        if isinstance(arg, exp.PropertyEQ):
+            name = arg.this.name.lower()
+            if name not in _MAKE_INTERVAL:
+                raise NotConstant
+            given[name] = arg.expression
+        elif arg is not None:
+            given[slot] = arg
+    values: dict[str, Any] = {}
+    for name, node in given.items():
+        v, _t = _eval(node)
+        if v is None:
+            return None, T.INTERVAL  # strict
+        values[name] = v
+    try:
+        secs = float(values.get("secs", 0))
+        ints = {n: int(values.get(n, 0)) for n in _MAKE_INTERVAL[:-1]}
+    except (TypeError, ValueError):
+        raise NotConstant from None
+    if any(isinstance(values.get(n), (float, decimal.Decimal)) for n in _MAKE_INTERVAL[:-1]):
+        raise NotConstant  # make_interval(numeric ...) does not exist
+    return cinterval_math.make_interval(**ints, secs=secs), T.INTERVAL
 
 
 def _justify(e: exp.Expression) -> Value:
