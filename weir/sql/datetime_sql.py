@@ -61,6 +61,9 @@ def at_time_zone(previous: Handler) -> Handler:
         zone = node.args.get("zone")
         if zone is None:
             return previous(node, types)
+        zone_type = types.of(zone)
+        if zone_type is not None and not infer.is_text(zone_type):
+            raise tr.refuse(f"AT TIME ZONE with a zone of type {zone_type.name}")
         if isinstance(node.this, exp.Literal) and node.this.is_string:  # untyped: a timestamptz
             typed = literal(cdt.timestamptz_in(node.this.this), T.TIMESTAMPTZ)
             types.same_as(typed, _typed("TIMESTAMPTZ"))
