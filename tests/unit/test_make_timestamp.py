@@ -58,3 +58,15 @@ def test_as_postgresql(pg, sql: str) -> None:  # noqa: ANN001
         assert got in (("error", "22008"), ("error", "0A000"))
     else:
         assert got == expected
+
+
+TRUNC = [f"SELECT date_trunc('{u}', timestamptz '{ts}', '{z}')"
+         for u in ("day", "hour", "week", "month", "quarter", "year", "decade", "century", "millennium", "minute",
+                   "second", "milliseconds", "microseconds")
+         for ts in ("2001-02-16 20:38:40.123456+00", "2021-11-07 05:30:00+00", "2000-01-01 00:00:00+00")
+         for z in ("Australia/Sydney", "GMT", "VET", "America/New_York", "MSK", "UTC+3")]
+
+
+@pytest.mark.parametrize("sql", TRUNC)
+def test_date_trunc_in_zone_as_postgresql(pg, sql: str) -> None:  # noqa: ANN001
+    test_as_postgresql(pg, sql)

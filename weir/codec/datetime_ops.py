@@ -110,6 +110,56 @@ def make_timestamp(year: int, month: int, mday: int, hour: int, minute: int, sec
         raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
 
 
+_TRUNC_UNITS = {
+    **{u: "microseconds" for u in ("microsecon", "us", "usec", "microsecond", "microseconds", "useconds", "usecs")},
+    **{u: "milliseconds" for u in ("millisecon", "ms", "msec", "millisecond", "milliseconds", "mseconds", "msecs")},
+    **{u: "second" for u in ("s", "sec", "second", "seconds", "secs")},
+    **{u: "minute" for u in ("m", "min", "mins", "minute", "minutes")},
+    **{u: "hour" for u in ("h", "hour", "hours", "hr", "hrs")}, **{u: "day" for u in ("d", "day", "days")},
+    **{u: "week" for u in ("w", "week", "weeks")}, **{u: "month" for u in ("mon", "mons", "month", "months")},
+    **{u: "quarter" for u in ("qtr", "quarter")}, **{u: "year" for u in ("y", "year", "years", "yr", "yrs")},
+    **{u: "decade" for u in ("dec", "decade", "decades", "decs")},
+    **{u: "century" for u in ("c", "cent", "century", "centuries")},
+    **{u: "millennium" for u in ("mil", "millennia", "millennium", "mils")},
+}
+
+
+def trunc_in_zone(utc: dt.datetime, unit: str, zone: str) -> dt.datetime:
+    """date_trunc(unit, timestamptz, zone) (timestamptz_trunc_zone): truncated as a
+    wall-clock time in `zone`, back to an instant (naive UTC)."""
+    kind = _TRUNC_UNITS.get(unit.lower())
+    if kind is None:
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'unit "{unit}" not recognized for type timestamp with time zone')
+    r = tzs.resolve(zone)
+    z = tzs.dynamic_zone(r) if isinstance(r, tzs.Abbrev) and r.zone is not None else (
+        tzs.Zone(r.name, None, r.offset) if isinstance(r, tzs.Abbrev) else r)
+    east = z.utcoffset_at_utc(utc)
+    local = utc + dt.timedelta(seconds=east)
+    y = local.year
+    if kind == "microseconds":
+        t = local
+    elif kind == "milliseconds":
+        t = local.replace(microsecond=local.microsecond // 1000 * 1000)
+    elif kind in ("second", "minute", "hour"):
+        t = local.replace(microsecond=0)
+        t = t.replace(second=0) if kind != "second" else t
+        t = t.replace(minute=0) if kind == "hour" else t
+    elif kind == "week":
+        d = local.date() - dt.timedelta(days=local.weekday())
+        t = dt.datetime(d.year, d.month, d.day)
+    else:
+        month = {"day": local.month, "month": local.month, "quarter": (local.month - 1) // 3 * 3 + 1}.get(kind, 1)
+        day = local.day if kind == "day" else 1
+        year = {"decade": y // 10 * 10, "century": (y + 99) // 100 * 100 - 99,
+                "millennium": (y + 999) // 1000 * 1000 - 999}.get(kind, y)
+        if year < 1:
+            raise WeirError(SqlState.DATETIME_FIELD_OVERFLOW, "timestamp out of range")
+        t = dt.datetime(year, month, day)
+    if kind in ("microseconds", "milliseconds", "second", "minute", "hour"):
+        return t - dt.timedelta(seconds=east)  # the offset is kept below a day
+    return z.local_to_utc(t)
+
+
 def _g2(x: float) -> str:
     """C's %02g."""
     return f"{x:02g}"

@@ -163,6 +163,14 @@ def _eval(e: exp.Expression) -> Value:
     if isinstance(e, exp.TimestampFromParts) or (
             isinstance(e, exp.Anonymous) and e.name.lower() == "make_timestamptz" and len(e.expressions) in (6, 7)):
         return _make_timestamp(e)
+    if isinstance(e, exp.TimestampTrunc) and e.args.get("zone") is not None and isinstance(e.args.get("unit"), exp.Var):
+        (v, t), (z, zt) = _eval(e.this), _eval(e.args["zone"])
+        if t.oid != T.TIMESTAMPTZ.oid or not _textual(zt):
+            raise NotConstant
+        if v is None or z is None:
+            return None, T.TIMESTAMPTZ
+        utc = v.astimezone(dt.UTC).replace(tzinfo=None) if v.tzinfo is not None else v
+        return datetime_ops.trunc_in_zone(utc, e.args["unit"].name, z).replace(tzinfo=dt.UTC), T.TIMESTAMPTZ
     if isinstance(e, (ToTimestamp, ToDate)):
         (v, t), (f, ft) = _eval(e.this), _eval(e.expression)
         if not (_textual(t) and _textual(ft)) or t.is_array or ft.is_array:
