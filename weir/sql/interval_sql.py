@@ -157,8 +157,16 @@ def _justify_hours(x: exp.Expression) -> exp.Expression:
     return _sign_fix(m, days, time, _DAY)
 
 
+def _triple(m: exp.Expression, d: exp.Expression, t: exp.Expression) -> exp.Expression:
+    return spark_template("named_struct('m', {m}, 'd', {d}, 't', {t})", m=m, d=d, t=t)
+
+
 def _sign_fix(m: exp.Expression, days: exp.Expression, time: exp.Expression, unit: int) -> exp.Expression:
-    """days and time of one sign (justify_hours' last step)."""
+    """days and time of one sign (justify_hours' last step), its inputs bound once."""
+    return bind(_triple(m, days, time), lambda v: _one_sign(field(v, "m"), field(v, "d"), field(v, "t"), unit))
+
+
+def _one_sign(m: exp.Expression, days: exp.Expression, time: exp.Expression, unit: int) -> exp.Expression:
     d2 = spark_template("CASE WHEN {d} > 0 AND {t} < 0 THEN {d} - 1 WHEN {d} < 0 AND {t} > 0 THEN {d} + 1 ELSE {d} END",
                         d=days, t=time)
     t2 = spark_template(f"CASE WHEN {{d}} > 0 AND {{t}} < 0 THEN {{t}} + {unit} WHEN {{d}} < 0 AND {{t}} > 0 "
@@ -186,16 +194,27 @@ def justify_interval(x: exp.Expression) -> exp.Expression:
 
 
 def _justify_interval(x: exp.Expression) -> exp.Expression:
-    """PostgreSQL 15's interval_justify_interval, step by step."""
+    """PostgreSQL 15's interval_justify_interval, step by step (each step's fields bound)."""
     m, d, t = fields(x)
     same = spark_template("(({d} > 0 AND {t} > 0) OR ({d} < 0 AND {t} < 0))", d=d, t=t)
-    m1 = spark_template("CASE WHEN {s} THEN {m} + {d} DIV 30 ELSE {m} END", s=same, m=m, d=d)
-    d1 = spark_template("CASE WHEN {s} THEN {d} - ({d} DIV 30) * 30 ELSE {d} END", s=same, d=d)
+    m1 = spark_template("CASE WHEN {s} THEN CAST({m} AS BIGINT) + {d} DIV 30 ELSE CAST({m} AS BIGINT) END", s=same, m=m, d=d)
+    d1 = spark_template("CASE WHEN {s} THEN CAST({d} AS BIGINT) - ({d} DIV 30) * 30 ELSE CAST({d} AS BIGINT) END",
+                        s=same, d=d)
+    return bind(_triple(m1, d1, t), _justify_interval_days)
+
+
+def _justify_interval_days(v: exp.Expression) -> exp.Expression:
+    m1, d1, t = field(v, "m"), field(v, "d"), field(v, "t")
     w = spark_template(f"({{t}} DIV {_DAY})", t=t)
     t2 = spark_template(f"({{t}} - {{w}} * {_DAY})", t=t, w=w)
-    d2 = spark_template("(CAST({d} AS BIGINT) + {w})", d=d1, w=w)
+    d2 = spark_template("({d} + {w})", d=d1, w=w)
     m3 = spark_template("({m} + {d} DIV 30)", m=m1, d=d2)
     d3 = spark_template("({d} - ({d} DIV 30) * 30)", d=d2)
+    return bind(_triple(m3, d3, t2), _justify_interval_signs)
+
+
+def _justify_interval_signs(v: exp.Expression) -> exp.Expression:
+    m3, d3, t2 = field(v, "m"), field(v, "d"), field(v, "t")
     m4 = spark_template("CASE WHEN {m} > 0 AND ({d} < 0 OR ({d} = 0 AND {t} < 0)) THEN {m} - 1 "
                         "WHEN {m} < 0 AND ({d} > 0 OR ({d} = 0 AND {t} > 0)) THEN {m} + 1 ELSE {m} END", m=m3, d=d3, t=t2)
     d4 = spark_template("CASE WHEN {m} > 0 AND ({d} < 0 OR ({d} = 0 AND {t} < 0)) THEN {d} + 30 "

@@ -42,7 +42,11 @@ class NotFastPath(WeirError):
 
 
 def _hashable(v: Any) -> Any:
-    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
+    """Lists and structs (an interval's {months, days, micros}) as tuples, which Arrow
+    takes back for both."""
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    return tuple(_hashable(x) for x in v.values()) if isinstance(v, dict) else v
 
 
 def _entry_bytes(row: Row) -> int:
@@ -53,7 +57,8 @@ def _entry_bytes(row: Row) -> int:
 
 def arranged_rows(table: pa.Table, width: int) -> list[Row]:
     cols = [table.column(i).to_pylist() for i in range(width)]
-    if any(pa.types.is_list(table.schema.field(i).type) for i in range(width)):
+    if any(pa.types.is_list(table.schema.field(i).type) or pa.types.is_struct(table.schema.field(i).type)
+           for i in range(width)):
         cols = [[_hashable(v) for v in c] for c in cols]
     return list(zip(*cols, strict=True)) if cols else [()] * table.num_rows
 
