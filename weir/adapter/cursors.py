@@ -27,6 +27,12 @@ class Cursor:
     task: asyncio.Task[None] | None = None
     pending: list[tuple[Any, ...]] = field(default_factory=list)
     done: bool = False
+    # A query's cursor keeps the rows it has read, so it can move back (PostgreSQL's SCROLL);
+    # position 0 is before the first row, len(rows) + 1 after the last. A SUBSCRIBE's streams.
+    scrollable: bool = False
+    backward: bool = True  # DECLARE ... NO SCROLL: forward only
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    position: int = 0
 
     async def close(self) -> None:
         if self.task is not None and not self.task.done():
@@ -61,16 +67,87 @@ async def declare(session: Session, stmt: st.DeclareCursor) -> api.Command:
         columns, batches = rows.columns, rows.batches
     else:
         raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "DECLARE CURSOR needs a SELECT or SUBSCRIBE")
-    cur = Cursor(columns)
+    cur = Cursor(columns, scrollable=isinstance(inner, st.Query), backward=stmt.scroll)
     cur.task = asyncio.create_task(_produce(batches, cur.queue), name=f"cursor-{stmt.name}")
     session.cursors[stmt.name] = cur
     return api.Command("DECLARE CURSOR")
 
 
-async def fetch(session: Session, stmt: st.Fetch) -> api.Rows:
+async def fetch(session: Session, stmt: st.Fetch) -> api.Rows | api.Command:
     cur = session.cursors.get(stmt.name)
     if cur is None:
         raise WeirError(SqlState.INVALID_CURSOR_NAME, f'cursor "{stmt.name}" does not exist')
+    if cur.scrollable:
+        rows = await _scroll(cur, stmt)
+    elif stmt.direction != "forward" or stmt.move:
+        raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, "cursor can only scan forward",
+                        hint="A SUBSCRIBE cursor streams its updates: FETCH reads them forward only.")
+    else:
+        rows = await _stream(cur, stmt)
+    if stmt.move:
+        return api.Command(f"MOVE {len(rows)}")
+
+    async def gen() -> AsyncIterator[list[tuple[Any, ...]]]:
+        yield rows
+
+    return api.Rows(cur.columns, gen(), "FETCH")
+
+
+async def _read(cur: Cursor, upto: int | None) -> None:
+    """Read the query's rows until there are `upto` (None: all of them)."""
+    while not cur.done and (upto is None or len(cur.rows) < upto):
+        item = await cur.queue.get()
+        if item is _END:
+            cur.done = True
+        elif isinstance(item, BaseException):
+            cur.done = True
+            raise item
+        else:
+            cur.rows.extend(item)
+
+
+async def _scroll(cur: Cursor, stmt: st.Fetch) -> list[tuple[Any, ...]]:
+    """PostgreSQL's FETCH / MOVE on a cursor that can scroll (portal.c's DoPortalRunFetch):
+    the rows in the direction asked, the cursor left on the last one returned, or before the
+    first / after the last row when the fetch ran off an end."""
+    n, pos = stmt.count, cur.position
+    if stmt.direction != "forward" and not cur.backward:
+        raise WeirError(SqlState.OBJECT_NOT_IN_PREREQUISITE_STATE, "cursor can only scan forward",
+                        hint="Declare it with SCROLL option to enable backward scan.")
+    if stmt.direction in ("absolute", "relative"):
+        assert n is not None
+        target = n if stmt.direction == "absolute" else pos + n
+        if stmt.direction == "absolute" and n < 0:
+            await _read(cur, None)
+            target = len(cur.rows) + 1 + n
+        elif stmt.direction == "relative" and pos > len(cur.rows):  # after the end: now known
+            await _read(cur, None)
+            target = len(cur.rows) + 1 + n
+        if target <= 0:
+            cur.position = 0
+            return []
+        await _read(cur, target)
+        if target > len(cur.rows):
+            cur.position = len(cur.rows) + 1
+            return []
+        cur.position = target
+        return [cur.rows[target - 1]]
+    if stmt.direction == "forward":
+        await _read(cur, None if n is None else pos + n)
+        out = cur.rows[pos:] if n is None else cur.rows[pos:pos + n]
+        cur.position = pos + n if n is not None and len(out) == n else len(cur.rows) + 1
+        return out
+    if pos > len(cur.rows):  # after the end: the rows before it are all the rows
+        await _read(cur, None)
+        pos = len(cur.rows) + 1
+    stop = 0 if n is None else max(pos - 1 - n, 0)
+    out = [cur.rows[k - 1] for k in range(pos - 1, stop, -1)]
+    cur.position = pos - len(out) if n is not None and len(out) == n else 0
+    return out
+
+
+async def _stream(cur: Cursor, stmt: st.Fetch) -> list[tuple[Any, ...]]:
+    """FETCH forward from a SUBSCRIBE: what has arrived, waiting as its timeout says."""
     want = stmt.count
     timeout = duration_ms(stmt.timeout) / 1000 if stmt.timeout is not None else None
     out: list[tuple[Any, ...]] = []
@@ -104,12 +181,7 @@ async def fetch(session: Session, stmt: st.Fetch) -> api.Rows:
         else:
             cur.pending.extend(item)
             take()
-    rows = out
-
-    async def gen() -> AsyncIterator[list[tuple[Any, ...]]]:
-        yield rows
-
-    return api.Rows(cur.columns, gen(), "FETCH")
+    return out
 
 
 async def close(session: Session, stmt: st.CloseCursor) -> api.Command:

@@ -67,7 +67,7 @@ async def prepare(session: Session, stmt: st.Statement, param_oids: list[int], *
         columns = [api.Column(label, T.TEXT)]
     elif isinstance(stmt, st.Fetch):
         cur = session.cursors.get(stmt.name)
-        columns = cur.columns if cur is not None else None
+        columns = cur.columns if cur is not None and not stmt.move else None
     elif isinstance(stmt, st.Insert):
         types = _insert_param_types(session, stmt, param_oids)
     elif isinstance(stmt, (st.Update, st.Delete)):

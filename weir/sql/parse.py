@@ -429,7 +429,7 @@ def _parse_special(text: str, head: str) -> st.Statement | None:
         from weir.sql.parse_subscribe import parse_declare
 
         return parse_declare(text, parse_statement)
-    if head == "FETCH":
+    if head in ("FETCH", "MOVE"):
         from weir.sql.parse_subscribe import parse_fetch
 
         return parse_fetch(text)

@@ -136,9 +136,11 @@ def _column_name(text: str) -> str:
     return text.lower()
 
 
-_DECLARE = re.compile(r"^DECLARE\s+(?P<name>\"[^\"]+\"|\w+)\s+(?:(?:NO\s+)?SCROLL\s+)?CURSOR\s+"
+_DECLARE = re.compile(r"^DECLARE\s+(?P<name>\"[^\"]+\"|\w+)\s+(?:BINARY\s+)?(?:(?:ASENSITIVE|INSENSITIVE)\s+)?"
+                      r"(?P<scroll>(?:NO\s+)?SCROLL\s+)?CURSOR\s+"
                       r"(?:WITH(?:OUT)?\s+HOLD\s+)?FOR\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
-_FETCH = re.compile(r"^FETCH\s+(?:(?:FORWARD|NEXT)\s+)?(?P<count>ALL|\d+)?\s*(?:FROM\s+|IN\s+)?"
+_FETCH = re.compile(r"^(?P<verb>FETCH|MOVE)\s+(?P<direction>NEXT|PRIOR|FIRST|LAST|ABSOLUTE|RELATIVE|FORWARD|BACKWARD)?"
+                    r"\s*(?P<count>ALL|[+-]?\d+)?\s*(?:FROM\s+|IN\s+)?"
                     r"(?P<name>\"[^\"]+\"|\w+)\s*(?:WITH\s*\(\s*TIMEOUT\s*=?\s*(?P<timeout>'[^']*'|\S+?)\s*\))?\s*;?$",
                     re.IGNORECASE | re.DOTALL)
 
@@ -151,17 +153,33 @@ def parse_declare(text: str, parse_inner) -> st.DeclareCursor:  # noqa: ANN001
     m = _DECLARE.match(text.strip().rstrip(";"))
     if not m:
         raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in DECLARE")
-    return st.DeclareCursor(text, _name(m.group("name")), parse_inner(m.group("body")))
+    scroll = not (m.group("scroll") or "").upper().startswith("NO")
+    return st.DeclareCursor(text, _name(m.group("name")), parse_inner(m.group("body")), scroll=scroll)
 
 
 def parse_fetch(text: str) -> st.Fetch:
+    """FETCH / MOVE [NEXT | PRIOR | FIRST | LAST | ABSOLUTE n | RELATIVE n | n | ALL | FORWARD
+    [n | ALL] | BACKWARD [n | ALL]] [FROM | IN] cursor, as PostgreSQL reads it (a negative
+    count goes the other way)."""
     m = _FETCH.match(text.strip())
     if not m:
-        raise WeirError(SqlState.SYNTAX_ERROR, "syntax error in FETCH")
-    count = m.group("count")
-    n = None if count and count.upper() == "ALL" else int(count) if count else 1
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in {text.split()[0].upper()}")
+    word = (m.group("direction") or "").upper()
+    count_text = (m.group("count") or "").upper()
+    count: int | None = None if count_text == "ALL" else int(count_text) if count_text else None
+    if word in ("NEXT", "PRIOR", "FIRST", "LAST") and count_text:
+        raise WeirError(SqlState.SYNTAX_ERROR, f'syntax error at or near "{m.group("count")}"')
+    if word in ("ABSOLUTE", "RELATIVE") and (count is None):
+        raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in {m.group('verb').upper()}")
+    direction, n = {"PRIOR": ("backward", 1), "FIRST": ("absolute", 1), "LAST": ("absolute", -1),
+                    "ABSOLUTE": ("absolute", count), "RELATIVE": ("relative", count),
+                    "BACKWARD": ("backward", count if count_text else 1)}.get(
+        word, ("forward", count if count_text else 1))
+    if direction in ("forward", "backward") and n is not None and n < 0:
+        direction, n = ("backward" if direction == "forward" else "forward"), -n
     timeout = m.group("timeout")
-    return st.Fetch(text, _name(m.group("name")), n, timeout.strip("'") if timeout else None)
+    return st.Fetch(text, _name(m.group("name")), n, timeout.strip("'") if timeout else None,
+                    direction=direction, move=m.group("verb").upper() == "MOVE")
 
 
 def parse_close(text: str) -> st.CloseCursor:

@@ -394,6 +394,7 @@ class Subscribe(Statement):
 class DeclareCursor(Statement):
     name: str = ""
     inner: Statement | None = None
+    scroll: bool = True  # NO SCROLL: only forward fetches
 
     @property
     def kind(self) -> str:
@@ -405,6 +406,9 @@ class Fetch(Statement):
     name: str = ""
     count: int | None = 1  # None = ALL
     timeout: str | None = None
+    # forward / backward (count rows, None = ALL), absolute / relative (count is the position)
+    direction: str = "forward"
+    move: bool = False  # MOVE: position the cursor, return no rows
 
     @property
     def kind(self) -> str:
