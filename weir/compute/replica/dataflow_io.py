@@ -258,4 +258,7 @@ def same_updates(ours: pa.Table | None, theirs: pa.Table, columns: list[Column],
 
 
 def _hashable(v: Any) -> Any:
+    """Lists and structs (an interval's {months, days, micros}) as tuples."""
+    if isinstance(v, dict):
+        return tuple(_hashable(x) for x in v.values())
     return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
