@@ -337,7 +337,7 @@ class Types:
         if isinstance(e, exp.TimestampTrunc):
             return arg
         if isinstance(e, exp.AtTimeZone):  # the one timestamp type becomes the other
-            return T.TIMESTAMPTZ if arg is not None and arg.oid in (T.TIMESTAMP.oid, T.DATE.oid) else T.TIMESTAMP
+            return T.TIMESTAMPTZ if arg is not None and arg.oid == T.TIMESTAMP.oid else T.TIMESTAMP  # a date: timestamptz
         if isinstance(e, exp.Trunc):  # trunc(integer) is trunc(double precision)
             return T.FLOAT8 if is_float(arg) or (is_int(arg) and e.args.get("decimals") is None) else T.NUMERIC
         if isinstance(e, (exp.Round, exp.Ceil, exp.Floor, exp.Sign)):
