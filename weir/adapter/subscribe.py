@@ -50,12 +50,16 @@ def _counts(table: pa.Table, names: list[str]) -> collections.Counter[Row]:
     return out
 
 
+class _Fields(tuple):  # noqa: SLOT001 - a marker type
+    """A struct value (an interval's {months, days, micros}) as a hashable key."""
+
+
 def _key(row: Row) -> Row:
-    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
+    return tuple(tuple(v) if isinstance(v, list) else _Fields(v.items()) if isinstance(v, dict) else v for v in row)
 
 
 def _unkey(row: Row) -> Row:
-    return tuple(list(v) if isinstance(v, tuple) else v for v in row)
+    return tuple(dict(v) if isinstance(v, _Fields) else list(v) if isinstance(v, tuple) else v for v in row)
 
 
 def refuse_mz_now(plan: QueryPlan) -> None:
