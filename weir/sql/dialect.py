@@ -23,14 +23,6 @@ _UNITS = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"}
 ONE_BASED_INDEX = "weir_one_based_index"
 
 
-def _unicode_string(parser: Postgres.Parser, body: str) -> exp.Literal:
-    """U&'...' [UESCAPE 'c'] as the text it stands for (sqlglot decodes only decimal
-    digits after the escape character and not the six-digit +XXXXXX form)."""
-    given = parser._parse_string() if parser._match_text_seq("UESCAPE") else None
-    escape = escapes.unicode_escape_character(None if given is None else given.name)
-    return exp.Literal.string(escapes.check_unicode_string(body, escape))
-
-
 def _mz_logical_timestamp(args: list[exp.Expression]) -> exp.Expression:
     node = exp.Anonymous(this="mz_now", expressions=args)
     node.meta["weir_output_name"] = "mz_logical_timestamp"
@@ -67,7 +59,7 @@ class Weir(Postgres):
                            TokenType.BYTE_STRING: lambda self, token: self.expression(
                                exp.Literal.string(token.text), token),
                            TokenType.UNICODE_STRING: lambda self, token: self.expression(
-                               _unicode_string(self, token.text), token)}
+                               self._unicode_string(token.text), token)}
         FUNCTIONS = {**Postgres.Parser.FUNCTIONS,
                      "TO_CHAR": lambda args: exp.Anonymous(this="to_char", expressions=args),
                      "MZ_LOGICAL_TIMESTAMP": _mz_logical_timestamp,
@@ -83,6 +75,13 @@ class Weir(Postgres):
                      "DATE_BIN": lambda args: _date_bin(args),  # origin in parentheses (below)
                      # ROW(a, b) is the row constructor (a, b), not a function named row
                      "ROW": lambda args: exp.Tuple(expressions=args)}
+
+        def _unicode_string(self, body: str) -> exp.Literal:
+            """U&'...' [UESCAPE 'c'] as the text it stands for (sqlglot decodes only decimal
+            digits after the escape character and not the six-digit +XXXXXX form)."""
+            given = self._parse_string() if self._match_text_seq("UESCAPE") else None
+            escape = escapes.unicode_escape_character(None if given is None else given.name)
+            return exp.Literal.string(escapes.check_unicode_string(body, escape))
 
         def _parse_function_call(self, functions: dict | None = None, anonymous: bool = False,  # type: ignore[override]
                                  optional_parens: bool = True, any_token: bool = False) -> exp.Expression | None:
