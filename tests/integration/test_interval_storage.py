@@ -153,3 +153,18 @@ def test_parameters_and_text_of_stored_intervals(both) -> None:  # noqa: ANN001
         conn.execute("SELECT 1")
     sql = "SELECT id, i::text, 'x' || i FROM iv WHERE i = %s ORDER BY id"
     assert w.execute(sql, [dt.timedelta(days=30)]).fetchall() == p.execute(sql, [dt.timedelta(days=30)]).fetchall()
+
+
+def test_subscribe_sends_each_interval_with_its_fields(server: WeirServer) -> None:
+    """SUBSCRIBE's snapshot of a table of intervals: '1 mon' and '30 days' are two rows."""
+    with server.connect() as c:
+        c.execute("CREATE TABLE iv_sub (i interval)")
+        c.execute("INSERT INTO iv_sub VALUES (INTERVAL '1 mon'), (INTERVAL '30 days'), (INTERVAL '30 days')")
+        c.execute("BEGIN")
+        c.execute("DECLARE cur CURSOR FOR SUBSCRIBE (SELECT i::text AS t, i FROM iv_sub)")
+        rows = c.execute("FETCH ALL cur WITH (timeout = '5s')").fetchall()
+        c.execute("COMMIT")
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r[2]] = counts.get(r[2], 0) + r[1]
+        assert counts == {"1 mon": 1, "30 days": 2}

@@ -56,6 +56,8 @@ def is_timestamp(t: PgType | None) -> bool:
 
 
 def datatype(d: exp.DataType) -> PgType | None:
+    if d.this == exp.DataType.Type.STRUCT and d.sql(dialect="spark").replace(" ", "") == T.INTERVAL_DDL.replace(" ", ""):
+        return T.INTERVAL  # weir's own Spark type of an interval (a NULL's or a parameter's cast)
     try:
         return T.parse_type(d.sql(dialect="postgres"))
     except Exception:  # noqa: BLE001 - a type weir does not know

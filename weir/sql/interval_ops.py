@@ -147,8 +147,8 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression | None:
         return None
     if _is(node.this, types):
         return node.this
-    if isinstance(node.this, exp.Null):
-        return exp.Cast(this=exp.Null(), to=exp.DataType.build(T.INTERVAL_DDL, dialect="spark"))
+    if isinstance(node.this, (exp.Null, exp.Placeholder)):  # NULL::interval, a parameter's slot
+        return exp.Cast(this=node.this.copy(), to=exp.DataType.build(T.INTERVAL_DDL, dialect="spark"))
     if isinstance(node.this, exp.Literal) and node.this.is_string:  # PostgreSQL's interval_in
         return interval_literal(cinterval.parse(node.this.this))
     raise refuse(f"cast of {(types.of(node.this) or T.UNKNOWN).name} to interval on Spark")

@@ -37,7 +37,7 @@ from weir.sql.render import (
     uses_session,
 )
 from weir.sql.resolve import RelationDesc, Resolved, Resolver, column_type_fn, resolve
-from weir.types import RECORD_OID, PgType
+from weir.types import INTERVAL, RECORD_OID, PgType
 
 # Slots in rendered Spark SQL, found outside string literals and quoted identifiers.
 _SLOT = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`(?:[^`]|``)*`|:weir_([ps])(\d+)\b")
@@ -210,8 +210,9 @@ def _param_slots(expr: exp.Expression, types: list[PgType]) -> tuple[exp.Express
             n = param_number(node)
             if n < 1 or n > len(types):
                 raise WeirError(SqlState.UNDEFINED_PARAMETER, f"there is no parameter ${n}")
+            interval = types[n - 1].oid == INTERVAL.oid  # typed as weir.sql.interval_ops knows it
             slot = exp.Cast(this=exp.Placeholder(this=f"weir_p{n}"),
-                            to=exp.DataType.build(types[n - 1].spark_ddl, dialect="spark"))
+                            to=exp.DataType.build("INTERVAL" if interval else types[n - 1].spark_ddl, dialect="spark"))
             if types[n - 1].name in ("jsonb", "json"):  # a STRING to Spark, jsonb to weir.sql.infer
                 slot.meta["weir_type"] = types[n - 1].name
             return slot
