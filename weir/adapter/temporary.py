@@ -42,11 +42,13 @@ def first_temporary(depends_on: dict[str, RelationDesc]) -> RelationDesc | None:
 
 def refuse_dependencies(depends_on: dict[str, RelationDesc]) -> None:
     """A durable object (materialized view, hold, subscription ...) cannot read a temporary
-    one: Materialize's catalog error, word for word and with its SQLSTATE. Checked before
-    anything is acquired; the catalog checks it again when the item is made."""
+    one: Materialize's catalog error, word for word, with PostgreSQL's SQLSTATE for it
+    (0A000, "materialized views must not use temporary tables or views"; Materialize's
+    own is XX000, which says nothing). Checked before anything is acquired; the catalog
+    checks it again when the item is made."""
     temp = first_temporary(depends_on)
     if temp is not None:
-        raise WeirError(SqlState.INTERNAL_ERROR,
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
                         f"non-temporary items cannot depend on temporary item '{temp.name.split('.')[-1]}'")
 
 

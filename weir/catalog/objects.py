@@ -351,8 +351,8 @@ class ObjectsMixin(CatalogBase):
                         raise undefined_table(d)
                 temporary = [n for n, db, sn in have.values() if db is None and sn == TEMP_SCHEMA]
                 if temporary and not self.get_schema_by_id(schema_id).is_temporary:
-                    # Materialize's catalog error, word for word (and its SQLSTATE)
-                    raise WeirError(SqlState.INTERNAL_ERROR,
+                    # Materialize's catalog error, word for word (PostgreSQL's SQLSTATE)
+                    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
                                     f"non-temporary items cannot depend on temporary item '{temporary[0]}'")
             new_id = item_id or self._next_id(c, "item")
             self._touch_items([new_id])

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from weir.codec import json as cjson
+from weir.codec import jsonb_paths
 from weir.codec import numeric as cnum
 from weir.errors import SqlState, WeirError
 
@@ -521,6 +522,37 @@ def rows_json(rows: Sequence[tuple[str | None, str | None]] | Sequence[str | Non
     return json.dumps(out, ensure_ascii=False)
 
 
+def set_path(doc: str, path: Sequence[str | None], new: str, create: bool) -> str:
+    """jsonb_set(target, path, new_value, create_if_missing) (weir.codec.jsonb_paths)."""
+    v = load(doc)
+    if not _is_container(v):
+        raise _error("cannot set path in scalar")
+    if not path:
+        return doc
+    return dump(jsonb_paths.set_path(v, path, load(new), jsonb_paths.CREATE if create else jsonb_paths.REPLACE))
+
+
+def insert_path(doc: str, path: Sequence[str | None], new: str, after: bool) -> str:
+    """jsonb_insert(target, path, new_value, insert_after)."""
+    v = load(doc)
+    if not _is_container(v):
+        raise _error("cannot set path in scalar")
+    if not path:
+        return doc
+    return dump(jsonb_paths.set_path(v, path, load(new), jsonb_paths.INSERT_AFTER if after
+                                     else jsonb_paths.INSERT_BEFORE))
+
+
+def delete_path(doc: str, path: Sequence[str | None]) -> str:
+    """`jsonb #- text[]` (jsonb_delete_path)."""
+    v = load(doc)
+    if not _is_container(v):
+        raise _error("cannot delete path in scalar")
+    if not v or not path:
+        return doc
+    return dump(jsonb_paths.set_path(v, path, None, jsonb_paths.DELETE))
+
+
 # name -> function of the Spark UDF `weir_jsonb(name, args...)`
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "field": field, "field_text": field_text, "element": element, "element_text": element_text,
@@ -531,6 +563,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "typeof": typeof, "strip_nulls": strip_nulls, "pretty": pretty, "array_length": array_length,
     "in": cjson.jsonb_in, "to_jsonb": to_jsonb, "value": to_jsonb, "to_key": to_key, "build_object": build_object, "build_array": build_array,
     "agg": agg, "object_agg": object_agg,
+    "set_path": set_path, "insert_path": insert_path, "delete_path": delete_path,
     "each": lambda d: rows_json(each(d)), "each_text": lambda d: rows_json(each_text(d)),
     "array_elements": lambda d: rows_json(array_elements(d)),
     "array_elements_text": lambda d: rows_json(array_elements_text(d)),

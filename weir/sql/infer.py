@@ -85,7 +85,8 @@ JSONB_FUNCTIONS: dict[str, PgType] = {
     "to_jsonb": T.JSONB, "jsonb_build_object": T.JSONB, "jsonb_build_array": T.JSONB,
     "jsonb_strip_nulls": T.JSONB, "jsonb_agg": T.JSONB, "jsonb_typeof": T.TEXT, "jsonb_pretty": T.TEXT,
     "jsonb_array_length": T.INT4, "jsonb_array_elements": T.JSONB, "jsonb_array_elements_text": T.TEXT,
-    "jsonb_object_keys": T.TEXT,
+    "jsonb_object_keys": T.TEXT, "jsonb_set": T.JSONB, "jsonb_insert": T.JSONB,
+    "jsonb_extract_path": T.JSONB, "jsonb_extract_path_text": T.TEXT,
 }
 # columns of jsonb's set-returning functions in FROM, in order
 JSONB_ROWS: dict[str, tuple[PgType, ...]] = {
@@ -175,7 +176,7 @@ class Types:
             return self.of(sel.selects[0]) if isinstance(sel, exp.Select) and sel.selects else None
         if isinstance(e, exp.Bracket):
             t = self.of(e.this)
-            return t.element if t is not None and t.is_array else None
+            return t.element if t is not None and t.is_array else T.JSONB if is_jsonb(t) else None
         if isinstance(e, exp.Array):
             inner = self._common(e)
             return T.array_of(inner) if inner is not None and not inner.is_array else None
@@ -329,7 +330,7 @@ class Types:
                           exp.Replace, exp.Left, exp.Right, exp.Pad, exp.Repeat, exp.Reverse, exp.MD5,
                           exp.TimeToStr, exp.GroupConcat, exp.SplitPart, exp.Chr, exp.Initcap)):
             return T.TEXT
-        if isinstance(e, (exp.JSONExtract, exp.JSONBExtract)):
+        if isinstance(e, (exp.JSONExtract, exp.JSONBExtract, exp.JSONBDeleteAtPath)):
             return T.JSONB
         if isinstance(e, (exp.JSONExtractScalar, exp.JSONBExtractScalar)):
             return T.TEXT

@@ -23,6 +23,7 @@ from weir.codec import json as cjson
 from weir.errors import SqlState, WeirError
 from weir.sql import infer, udf_calls
 from weir.sql import translate as tr
+from weir.sql.dialect import ONE_BASED_INDEX
 from weir.sql.infer import Types
 from weir.sql.translate import refuse, spark_template
 
@@ -502,11 +503,85 @@ def _in_from(name: str, node: exp.Expression, holder: exp.Expression, rows: exp.
     return node  # replaced above, with its parent
 
 
+def _path_function(node: exp.Expression, types: Types, operation: str, flag_default: bool) -> exp.Expression:
+    """jsonb_set(target, path, new [, create_if_missing]) / jsonb_insert(target, path, new
+    [, insert_after]) (weir.codec.jsonb_paths)."""
+    args = list(node.expressions)
+    if len(args) not in (3, 4):
+        raise _no_function(node, types)
+    name = f"function {node.name.lower()}"
+    target, new = _jsonb(args[0], types, name), _jsonb(args[2], types, name)
+    steps = _text_array(args[1], types)
+    flag = args[3] if len(args) == 4 else exp.Boolean(this=flag_default)
+    if target is None or new is None or (steps is None and not isinstance(args[1], exp.Null)) or not (
+            isinstance(flag, (exp.Boolean, exp.Null)) or (types.of(flag) or T.TEXT).oid == T.BOOL.oid):
+        raise _no_function(node, types)
+    if any(isinstance(a, exp.Null) for a in (target, new, args[1], flag)):
+        return _null()
+    return _checked(operation, target, steps, new, flag)  # type: ignore[arg-type]
+
+
+def extract_path_function(node: exp.Expression, types: Types) -> exp.Expression:
+    """jsonb_extract_path(j, VARIADIC path) / jsonb_extract_path_text: `#>` / `#>>`."""
+    args = list(node.expressions)
+    scalar = node.name.lower().endswith("_text")
+    target = _jsonb(args[0], types, f"function {node.name.lower()}") if args else None
+    if target is None:
+        raise _no_function(node, types)
+    steps = args[1:]
+    if len(steps) == 1 and isinstance(steps[0], exp.Variadic):
+        array = _text_array(steps[0].this, types)
+        if array is None:
+            raise _no_function(node, types)
+        path_array = array
+    else:
+        for a in steps:
+            if not (infer.is_text(types.of(a)) or _is_unknown_literal(a, types) or isinstance(a, exp.Null)):
+                raise _no_function(node, types)
+        path_array = spark_template("CAST({a} AS ARRAY<STRING>)", a=exp.Array(expressions=steps)) \
+            if steps else _string_array([])
+    return _call("extract_path_text" if scalar else "extract_path", target, path_array)
+
+
+def delete_path(node: exp.Expression, types: Types) -> exp.Expression:
+    """`jsonb #- text[]`."""
+    left = _left(node, types, "#-")
+    steps = _text_array(node.expression, types)
+    if steps is None:
+        if isinstance(node.expression, exp.Null):
+            return _null()
+        raise _no_operator(node, "#-", types)
+    return _checked("delete_path", left, steps)
+
+
+def subscript(node: exp.Expression, types: Types) -> exp.Expression | None:
+    """`j['key']`, `j[0]` (arrays count from 0), nested: read as `#>` reads its path;
+    None for a subscript of anything but jsonb."""
+    if not _is_jsonb(types.of(node.this)):
+        return None
+    if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
+        raise WeirError(SqlState.DATATYPE_MISMATCH, "jsonb subscript does not support slices")
+    index = node.expressions[0]
+    t = types.of(index)
+    if infer.is_int(t) or (isinstance(index, exp.Literal) and not index.is_string and index.this.lstrip("-").isdigit()):
+        written = index if index.meta.get(ONE_BASED_INDEX) else spark_template("({i} + 1)", i=index)
+        step = spark_template("CAST({w} AS STRING)", w=written)  # sqlglot counted it from 0
+    elif infer.is_text(t) or _is_unknown_literal(index, types) or isinstance(index, exp.Null):
+        step = index
+    else:
+        raise WeirError(SqlState.DATATYPE_MISMATCH, f"subscript type {_name(t)} is not supported",
+                        hint="jsonb subscript must be coercible to either integer or text.")
+    return _call("extract_path", node.this, spark_template("array(CAST({s} AS STRING))", s=step))
+
+
 # PostgreSQL's jsonb functions by name (sqlglot reads them as anonymous calls)
 FUNCTIONS = {
     "to_jsonb": to_jsonb, "jsonb_build_object": build_object, "jsonb_build_array": build_array,
     "jsonb_typeof": typeof, "jsonb_strip_nulls": strip_nulls, "jsonb_pretty": pretty,
     "jsonb_array_length": array_length, "jsonb_agg": agg,
+    "jsonb_set": lambda n, t: _path_function(n, t, "set_path", True),
+    "jsonb_insert": lambda n, t: _path_function(n, t, "insert_path", False),
+    "jsonb_extract_path": extract_path_function, "jsonb_extract_path_text": extract_path_function,
     **{name: set_returning for name in SET_RETURNING},
 }
 
@@ -521,13 +596,13 @@ _OWN: dict[type, Handler] = {
     exp.JSONExtract: arrow, exp.JSONExtractScalar: arrow, exp.JSONBExtract: path,
     exp.JSONBExtractScalar: path, exp.ArrayContainsAll: containment, exp.ArrayContainedBy: containment,
     exp.JSONBContains: containment, exp.JSONBContainsTopKey: exists, exp.JSONBContainsAnyTopKeys: exists,
-    exp.JSONBContainsAllTopKeys: exists, exp.JSONBObjectAgg: object_agg,
+    exp.JSONBContainsAllTopKeys: exists, exp.JSONBObjectAgg: object_agg, exp.JSONBDeleteAtPath: delete_path,
 }
 # nodes jsonb shares with other types: None hands the node on to the handler before
 _SHARED: dict[type, Handler] = {
     exp.DPipe: dpipe, exp.Sub: sub, exp.Cast: cast, exp.EQ: comparison, exp.NEQ: comparison,
     exp.LT: comparison, exp.LTE: comparison, exp.GT: comparison, exp.GTE: comparison, exp.Ordered: ordered,
-    exp.In: in_list,
+    exp.In: in_list, exp.Bracket: subscript,
 }
 
 
@@ -555,4 +630,4 @@ def _chain(mine: Handler, before: Callable[[exp.Expression, Types], exp.Expressi
 # operators PostgreSQL names a result column `?column?` after (sqlglot models them as functions)
 OPERATORS = (exp.JSONExtract, exp.JSONExtractScalar, exp.JSONBExtract, exp.JSONBExtractScalar,
              exp.ArrayContainsAll, exp.ArrayContainedBy, exp.JSONBContains, exp.JSONBContainsTopKey,
-             exp.JSONBContainsAnyTopKeys, exp.JSONBContainsAllTopKeys)
+             exp.JSONBContainsAnyTopKeys, exp.JSONBContainsAllTopKeys, exp.JSONBDeleteAtPath)

@@ -38,12 +38,33 @@ def check(tree: exp.Expression) -> None:
             raise not_supported("SELECT ... FOR UPDATE/SHARE")
         elif isinstance(node, exp.Select) and isinstance(node.args.get("distinct"), exp.Distinct):
             _distinct_on(node)
+        if isinstance(node, exp.Select) and node.args.get("group"):
+            _grouped_using_columns(node)
         elif isinstance(node, exp.Cast):
             _cast_type(node.to)
         elif isinstance(node, exp.Window):
             _window(node)
         elif isinstance(node, (exp.GroupConcat, exp.ArrayAgg)):
             _distinct_order(node)
+
+
+def _grouped_using_columns(select: exp.Select) -> None:
+    """GROUP BY a JOIN ... USING column by its merged name, then a side's own column
+    (`SELECT t1.f1 ... JOIN t2 USING (f1) GROUP BY f1`): PostgreSQL accepts it only when the
+    merged column is that side's column as it is (same types; 42803 otherwise), Spark always.
+    weir does not compare the sides' types here, so it refuses the shape."""
+    using = {i.name.lower() for j in select.args.get("joins") or [] for i in j.args.get("using") or []}
+    grouped = select.args["group"].expressions
+    merged = {c.name.lower() for c in grouped if isinstance(c, exp.Column) and not c.table} & using
+    qualified = {(c.table.lower(), c.name.lower()) for c in grouped if isinstance(c, exp.Column) and c.table}
+    if not merged:
+        return
+    for part in (*select.expressions, select.args.get("having"), select.args.get("order")):
+        for col in part.find_all(exp.Column) if part is not None else []:
+            if (col.table and col.name.lower() in merged and (col.table.lower(), col.name.lower()) not in qualified
+                    and col.find_ancestor(exp.AggFunc, exp.Select) is select):
+                raise not_supported(f"a side's column {col.table}.{col.name} under GROUP BY the JOIN ... USING "
+                                    f"column {col.name}")
 
 
 def _distinct_on(select: exp.Select) -> None:

@@ -231,6 +231,10 @@ def array_constructor(node: exp.Expression, types: Types) -> exp.Expression:
     if not node.expressions and not isinstance(node.parent, exp.Cast):
         raise WeirError(SqlState.INDETERMINATE_DATATYPE, "cannot determine type of empty array",
                         hint="Explicitly cast to the desired type, for example ARRAY[]::integer[].")
+    if not node.expressions and isinstance(node.parent, exp.Cast):
+        target = infer.datatype(node.parent.to)
+        if target is not None and target.name in ("oidvector", "int2vector"):  # one dimension, from 0
+            raise WeirError(SqlState.DATATYPE_MISMATCH, f"array is not a valid {target.name}")
     for e in node.expressions:
         t = types.of(e)
         if isinstance(e, exp.Array) or (t is not None and t.is_array):
