@@ -6,17 +6,35 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from weir.catalog.builtins import BUILTIN_TABLES, BuiltinTable, ItemRows
 from weir.catalog.model import Item, Snapshot
+from weir.codec.interval import PgInterval
 
 Row = tuple[Any, ...]
 Changes = list[tuple[Row, int]]
 
 
+_INTERVAL_FIELDS = {"months", "days", "micros"}
+
+
+def _value(v: Any) -> Any:
+    """A stored value as the builtin relations compute it: lists as tuples, and an interval
+    read back from storage (its struct, a dict) as the timedelta they compute (PgInterval
+    when it has months), so a restart's first update retracts nothing that is unchanged."""
+    if isinstance(v, list):
+        return tuple(_value(x) for x in v)
+    if isinstance(v, dict) and v.keys() == _INTERVAL_FIELDS:
+        if v["months"]:
+            return PgInterval(v["months"], v["days"], v["micros"])
+        return timedelta(days=v["days"], microseconds=v["micros"])
+    return v
+
+
 def hashable(row: Iterable[Any]) -> Row:
-    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
+    return tuple(_value(v) for v in row)
 
 
 def changed_items(old: Snapshot, new: Snapshot) -> dict[str, Item | None] | None:
