@@ -254,7 +254,11 @@ SAME += ["SELECT jsonb_set('{\"a\": [1, 2], \"b\": {\"c\": 3}}', '{a,1}', '\"x\"
          "SELECT jsonb_extract_path('{\"a\": {\"b\": [1, 2]}}', 'a', 'b', '1')::text, "
          "jsonb_extract_path_text('{\"a\": \"x\"}', 'a'), "
          "('{\"a\": {\"b\": 1}}'::jsonb)['a']['b']::text, ('[1, \"2\", null]'::jsonb)[1]::text, "
-         "('[1, 2]'::jsonb)[-1]::text, ('{\"a\": 1}'::jsonb)['z'] IS NULL"]
+         "('[1, 2]'::jsonb)[-1]::text, ('{\"a\": 1}'::jsonb)['z'] IS NULL",
+         "SELECT jsonb_contains('{\"a\": 1, \"b\": 2}', '{\"a\": 1}'), jsonb_contained('{\"a\": 1}', '{}'), "
+         "jsonb_exists('{\"a\": null}', 'a'), jsonb_exists_any('{\"a\": 1}', '{b,a}'), "
+         "jsonb_exists_all('{\"a\": 1}', '{a,b}'), jsonb_delete('{\"a\": 1, \"b\": 2}', 'a')::text, "
+         "jsonb_delete('{\"a\": 1, \"b\": 2}', VARIADIC ARRAY['a', 'b'])::text"]
 
 # ... and their errors, as PostgreSQL's (SQLSTATE and message)
 SAME_ERROR = [

@@ -23,6 +23,7 @@ from weir.sql import (
     format_function,
     interval_ops,
     jsonb,
+    jsonb_functions,
     numeric_ops,
     ordered_set,
     pg_text,
@@ -253,6 +254,8 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
             return set_returning.generate_subscripts(node, types)
         if name in jsonb.FUNCTIONS:
             return jsonb.FUNCTIONS[name](node, types)
+        if name in jsonb_functions.FUNCTIONS:
+            return jsonb_functions.FUNCTIONS[name](node, types)
         if name in array_functions.FUNCTIONS:
             return array_functions.FUNCTIONS[name](node, types)
         if name in _KNOWN_PG:
@@ -290,6 +293,8 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Length: tr.length, exp.Array: tr.array_constructor, exp.ArrayToString: lambda n, t: _array_to_string(n, t),
 }
 _HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its operators; ||, -, =, casts of jsonb
+_HANDLERS.update(jsonb_functions.HANDLERS)  # #-, jsonb_exists
+_HANDLERS[exp.Bracket] = jsonb_functions.subscript_first(_HANDLERS[exp.Bracket])  # j['a'][0]
 _HANDLERS.update(text_functions.HANDLERS)  # left, right, lpad, rpad, concat_ws, split_part, translate, chr
 _HANDLERS.update(format_function.HANDLERS)  # format('%s %I %L', ...)
 _HANDLERS.update(ordered_set.HANDLERS)  # percentile_cont/disc, mode, hypothetical rank ... WITHIN GROUP

@@ -86,7 +86,9 @@ JSONB_FUNCTIONS: dict[str, PgType] = {
     "jsonb_strip_nulls": T.JSONB, "jsonb_agg": T.JSONB, "jsonb_typeof": T.TEXT, "jsonb_pretty": T.TEXT,
     "jsonb_array_length": T.INT4, "jsonb_array_elements": T.JSONB, "jsonb_array_elements_text": T.TEXT,
     "jsonb_object_keys": T.TEXT, "jsonb_set": T.JSONB, "jsonb_insert": T.JSONB,
-    "jsonb_extract_path": T.JSONB, "jsonb_extract_path_text": T.TEXT,
+    "jsonb_extract_path": T.JSONB, "jsonb_extract_path_text": T.TEXT, "jsonb_contains": T.BOOL,
+    "jsonb_contained": T.BOOL, "jsonb_exists": T.BOOL, "jsonb_exists_any": T.BOOL, "jsonb_exists_all": T.BOOL,
+    "jsonb_delete": T.JSONB,
 }
 # columns of jsonb's set-returning functions in FROM, in order
 JSONB_ROWS: dict[str, tuple[PgType, ...]] = {
@@ -334,6 +336,8 @@ class Types:
             return T.JSONB
         if isinstance(e, (exp.JSONExtractScalar, exp.JSONBExtractScalar)):
             return T.TEXT
+        if isinstance(e, exp.JSONBExists):
+            return T.BOOL
         if isinstance(e, exp.Extract):  # date_part(text, interval) is double precision
             interval_part = is_interval(self.of(e.expression)) and e.meta.get("weir_output_name") == "date_part"
             return T.FLOAT8 if interval_part else T.NUMERIC

@@ -23,7 +23,6 @@ from weir.codec import json as cjson
 from weir.errors import SqlState, WeirError
 from weir.sql import infer, udf_calls
 from weir.sql import translate as tr
-from weir.sql.dialect import ONE_BASED_INDEX
 from weir.sql.infer import Types
 from weir.sql.translate import refuse, spark_template
 
@@ -41,37 +40,37 @@ _SRF_OPERATION = {"jsonb_each": "each", "jsonb_each_text": "each_text", "jsonb_a
                   "jsonb_array_elements_text": "array_elements_text", "jsonb_object_keys": "object_keys"}
 
 
-def _call(operation: str, *args: exp.Expression) -> exp.Expression:
+def call(operation: str, *args: exp.Expression) -> exp.Expression:
     return udf_calls.call(UDF, operation, *args)
 
 
-def _checked(operation: str, *args: exp.Expression) -> exp.Expression:
+def checked(operation: str, *args: exp.Expression) -> exp.Expression:
     """A call of an operation that may fail: its error is raised where its value is used."""
     return udf_calls.checked(UDF, operation + "!", *args)
 
 
-def _null() -> exp.Expression:
+def null() -> exp.Expression:
     """A NULL jsonb (or text): a typed NULL, so its result column is not Spark's void."""
     return exp.Cast(this=exp.Null(), to=exp.DataType.build("STRING", dialect="spark"))
 
 
-def _name(t: T.PgType | None) -> str:
+def type_name(t: T.PgType | None) -> str:
     return "unknown" if t is None else t.name
 
 
-def _no_operator(node: exp.Expression, op: str, types: Types) -> WeirError:
+def no_operator(node: exp.Expression, op: str, types: Types) -> WeirError:
     a, b = types.of(node.this), types.of(node.args.get("expression"))
-    return WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {_name(a)} {op} {_name(b)}",
+    return WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {type_name(a)} {op} {type_name(b)}",
                      hint="No operator matches the given name and argument types. "
                           "You might need to add explicit type casts.")
 
 
-def _is_unknown_literal(node: exp.Expression, types: Types) -> bool:
+def is_unknown_literal(node: exp.Expression, types: Types) -> bool:
     t = types.of(node)
     return isinstance(node, exp.Literal) and node.is_string and t is not None and t.oid == T.UNKNOWN.oid
 
 
-def _jsonb_literal(node: exp.Literal) -> exp.Expression:
+def jsonb_literal(node: exp.Literal) -> exp.Expression:
     """An untyped literal read as jsonb, as PostgreSQL reads it (22P02 when it is not JSON)."""
     lit = exp.Literal.string(cjson.jsonb_in(node.this))
     lit.meta["weir_type"] = "jsonb"
@@ -82,37 +81,37 @@ def _is_json(t: T.PgType | None) -> bool:
     return t is not None and t.oid == 114 and not t.is_array
 
 
-def _is_jsonb(t: T.PgType | None) -> bool:
+def is_jsonb(t: T.PgType | None) -> bool:
     return t is not None and t.oid == T.JSONB.oid and not t.is_array
 
 
-def _jsonb(node: exp.Expression, types: Types, what: str) -> exp.Expression | None:
+def operand(node: exp.Expression, types: Types, what: str) -> exp.Expression | None:
     """node as a jsonb operand (an untyped literal is parsed now), or None if it is not one."""
     t = types.of(node)
     if _is_json(t):
         raise refuse(f"{what} on json (use jsonb)")
-    if _is_jsonb(t) or isinstance(node, exp.Null):
+    if is_jsonb(t) or isinstance(node, exp.Null):
         return node
-    if _is_unknown_literal(node, types):
-        return _jsonb_literal(node)  # type: ignore[arg-type]
+    if is_unknown_literal(node, types):
+        return jsonb_literal(node)  # type: ignore[arg-type]
     return None
 
 
-def _text_array(node: exp.Expression, types: Types) -> exp.Expression | None:
+def text_array(node: exp.Expression, types: Types) -> exp.Expression | None:
     """node as a text[] operand: an untyped literal ('{a,b}') is read as PostgreSQL reads it."""
     t = types.of(node)
-    if _is_unknown_literal(node, types):
+    if is_unknown_literal(node, types):
         items = codec.decode_text(node.this.encode(), T.TEXT_ARRAY)
-        return _string_array(items)
+        return string_array(items)
     if t is not None and t.is_array and t.element is not None and infer.is_text(t.element):
         return node
     if isinstance(node, exp.Array) and all(infer.is_text(types.of(e)) or isinstance(e, exp.Null)
                                            for e in node.expressions):
-        return spark_template("CAST({a} AS ARRAY<STRING>)", a=node) if node.expressions else _string_array([])
+        return spark_template("CAST({a} AS ARRAY<STRING>)", a=node) if node.expressions else string_array([])
     return None
 
 
-def _string_array(items: list[str | None]) -> exp.Expression:
+def string_array(items: list[str | None]) -> exp.Expression:
     return exp.Cast(this=exp.Array(expressions=[exp.Literal.string(i) if i is not None else exp.Null()
                                                 for i in items]),
                     to=exp.DataType.build("ARRAY<STRING>", dialect="spark"))
@@ -120,10 +119,10 @@ def _string_array(items: list[str | None]) -> exp.Expression:
 
 # ---------------------------------------------------------------- operators
 
-def _left(node: exp.Expression, types: Types, op: str) -> exp.Expression:
-    left = _jsonb(node.this, types, f"operator {op}")
+def left_operand(node: exp.Expression, types: Types, op: str) -> exp.Expression:
+    left = operand(node.this, types, f"operator {op}")
     if left is None:
-        raise _no_operator(node, op, types)
+        raise no_operator(node, op, types)
     return left
 
 
@@ -131,7 +130,7 @@ def arrow(node: exp.Expression, types: Types) -> exp.Expression:
     """`->` / `->>`: a text key of an object, or an integer index of an array."""
     scalar = isinstance(node, exp.JSONExtractScalar)
     op = "->>" if scalar else "->"
-    left = _left(node, types, op)
+    left = left_operand(node, types, op)
     path = node.expression
     if isinstance(path, exp.JSONPath):
         parts = [p for p in path.expressions if not isinstance(p, exp.JSONPathRoot)]
@@ -139,42 +138,42 @@ def arrow(node: exp.Expression, types: Types) -> exp.Expression:
             raise refuse(f"operator {op} with this operand")
         part = parts[0]
         if isinstance(part, exp.JSONPathKey):
-            return _call("field_text" if scalar else "field", left, exp.Literal.string(str(part.this)))
-        return _call("element_text" if scalar else "element", left, exp.Literal.number(int(part.this)))
+            return call("field_text" if scalar else "field", left, exp.Literal.string(str(part.this)))
+        return call("element_text" if scalar else "element", left, exp.Literal.number(int(part.this)))
     t = types.of(path)
     if isinstance(path, exp.Null):
-        return _null()
+        return null()
     if infer.is_int(t):
-        return _call("element_text" if scalar else "element", left, spark_template("CAST({i} AS BIGINT)", i=path))
+        return call("element_text" if scalar else "element", left, spark_template("CAST({i} AS BIGINT)", i=path))
     if infer.is_text(t):
-        return _call("field_text" if scalar else "field", left, path)
-    raise _no_operator(node, op, types)
+        return call("field_text" if scalar else "field", left, path)
+    raise no_operator(node, op, types)
 
 
 def path(node: exp.Expression, types: Types) -> exp.Expression:
     """`#>` / `#>>`: a path of keys and array indexes (text[])."""
     scalar = isinstance(node, exp.JSONBExtractScalar)
     op = "#>>" if scalar else "#>"
-    left = _left(node, types, op)
-    steps = _text_array(node.expression, types)
+    left = left_operand(node, types, op)
+    steps = text_array(node.expression, types)
     if steps is None:
         if isinstance(node.expression, exp.Null):
-            return _null()
-        raise _no_operator(node, op, types)
-    return _call("extract_path_text" if scalar else "extract_path", left, steps)
+            return null()
+        raise no_operator(node, op, types)
+    return call("extract_path_text" if scalar else "extract_path", left, steps)
 
 
 def containment(node: exp.Expression, types: Types) -> exp.Expression:
     """`@>` / `<@` of jsonb (arrays' own `@>` stays refused)."""
     op = "<@" if isinstance(node, exp.ArrayContainedBy) else "@>"
     a, b = types.of(node.this), types.of(node.expression)
-    if not (_is_jsonb(a) or _is_jsonb(b) or _is_json(a) or _is_json(b)):
+    if not (is_jsonb(a) or is_jsonb(b) or _is_json(a) or _is_json(b)):
         if (a is not None and a.is_array) or (b is not None and b.is_array):
             raise refuse(f"operator {op}")
-    left, right = _jsonb(node.this, types, f"operator {op}"), _jsonb(node.expression, types, f"operator {op}")
+    left, right = operand(node.this, types, f"operator {op}"), operand(node.expression, types, f"operator {op}")
     if left is None or right is None:
-        raise _no_operator(node, op, types)
-    return spark_template("CAST({c} AS BOOLEAN)", c=_call("contained" if op == "<@" else "contains", left, right))
+        raise no_operator(node, op, types)
+    return spark_template("CAST({c} AS BOOLEAN)", c=call("contained" if op == "<@" else "contains", left, right))
 
 
 def exists(node: exp.Expression, types: Types) -> exp.Expression:
@@ -183,47 +182,47 @@ def exists(node: exp.Expression, types: Types) -> exp.Expression:
         op = "?"
         key = node.expression
         if not (infer.is_text(types.of(key)) or isinstance(key, exp.Null)):
-            raise _no_operator(node, op, types)
-        return spark_template("CAST({c} AS BOOLEAN)", c=_call("exists", _left(node, types, op), key))
+            raise no_operator(node, op, types)
+        return spark_template("CAST({c} AS BOOLEAN)", c=call("exists", left_operand(node, types, op), key))
     op = "?|" if isinstance(node, exp.JSONBContainsAnyTopKeys) else "?&"
-    left = _left(node, types, op)
-    keys = _text_array(node.expression, types)
+    left = left_operand(node, types, op)
+    keys = text_array(node.expression, types)
     if keys is None:
         if isinstance(node.expression, exp.Null):
             return exp.Cast(this=exp.Null(), to=exp.DataType.build("BOOLEAN"))
-        raise _no_operator(node, op, types)
-    return spark_template("CAST({c} AS BOOLEAN)", c=_call("exists_any" if op == "?|" else "exists_all", left, keys))
+        raise no_operator(node, op, types)
+    return spark_template("CAST({c} AS BOOLEAN)", c=call("exists_any" if op == "?|" else "exists_all", left, keys))
 
 
 def dpipe(node: exp.Expression, types: Types) -> exp.Expression | None:
     """`jsonb || jsonb` (an untyped literal beside a jsonb is jsonb); None for `||` of
     text and arrays."""
     a, b = types.of(node.this), types.of(node.expression)
-    if not (_is_jsonb(a) or _is_jsonb(b) or _is_json(a) or _is_json(b)):
+    if not (is_jsonb(a) or is_jsonb(b) or _is_json(a) or _is_json(b)):
         return None
-    left, right = _jsonb(node.this, types, "operator ||"), _jsonb(node.expression, types, "operator ||")
+    left, right = operand(node.this, types, "operator ||"), operand(node.expression, types, "operator ||")
     if left is None or right is None:  # anynonarray || text: the jsonb's text
-        raise refuse("operator || of jsonb and " + _name(b if left is not None else a))
-    return _call("concat", left, right)
+        raise refuse("operator || of jsonb and " + type_name(b if left is not None else a))
+    return call("concat", left, right)
 
 
 def sub(node: exp.Expression, types: Types) -> exp.Expression | None:
     """`jsonb - text`, `jsonb - text[]`, `jsonb - integer`; None for arithmetic."""
     a = types.of(node.this)
-    if not (_is_jsonb(a) or _is_json(a)):
+    if not (is_jsonb(a) or _is_json(a)):
         return None
-    left = _left(node, types, "-")
+    left = left_operand(node, types, "-")
     right, t = node.expression, types.of(node.expression)
     if isinstance(right, exp.Null):
-        return _null()
+        return null()
     if infer.is_int(t):
-        return _checked("delete_index", left, spark_template("CAST({i} AS BIGINT)", i=right))
+        return checked("delete_index", left, spark_template("CAST({i} AS BIGINT)", i=right))
     if infer.is_text(t):
-        return _checked("delete_key", left, right)
-    keys = _text_array(right, types)
+        return checked("delete_key", left, right)
+    keys = text_array(right, types)
     if keys is None:
-        raise _no_operator(node, "-", types)
-    return _checked("delete_keys", left, keys)
+        raise no_operator(node, "-", types)
+    return checked("delete_keys", left, keys)
 
 
 def comparison(node: exp.Expression, types: Types) -> exp.Expression | None:
@@ -231,28 +230,28 @@ def comparison(node: exp.Expression, types: Types) -> exp.Expression | None:
     ordering (objects > arrays > booleans > numbers > strings, strings by collation) is
     not Spark's string order: refused. None for other types."""
     a, b = types.of(node.this), types.of(node.expression)
-    if not (_is_jsonb(a) or _is_jsonb(b) or _is_json(a) or _is_json(b)):
+    if not (is_jsonb(a) or is_jsonb(b) or _is_json(a) or _is_json(b)):
         return None
     op = {exp.EQ: "=", exp.NEQ: "<>"}.get(type(node))
     if op is None:
         raise refuse("ordering jsonb values (<, <=, >, >=)")
-    left, right = _jsonb(node.this, types, f"operator {op}"), _jsonb(node.expression, types, f"operator {op}")
+    left, right = operand(node.this, types, f"operator {op}"), operand(node.expression, types, f"operator {op}")
     if left is None or right is None:
-        raise _no_operator(node, op, types)
-    equal = spark_template("CAST({c} AS BOOLEAN)", c=_call("equal", left, right))
+        raise no_operator(node, op, types)
+    equal = spark_template("CAST({c} AS BOOLEAN)", c=call("equal", left, right))
     return equal if op == "=" else exp.Not(this=exp.Paren(this=equal))
 
 
 def ordered(node: exp.Expression, types: Types) -> None:
     """ORDER BY a jsonb value: jsonb's order is not its text's (refused)."""
     t = types.of(node.this)
-    if _is_jsonb(t) or _is_json(t):
+    if is_jsonb(t) or _is_json(t):
         raise refuse("ORDER BY a jsonb value")
 
 
 def in_list(node: exp.Expression, types: Types) -> None:
     """`jsonb IN (...)` would compare texts: refused (use =)."""
-    if _is_jsonb(types.of(node.this)) or _is_json(types.of(node.this)):
+    if is_jsonb(types.of(node.this)) or _is_json(types.of(node.this)):
         raise refuse("IN with jsonb values")
 
 
@@ -260,20 +259,20 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression | None:
     """A cast to jsonb of text is validated and normalized (22P02 as PostgreSQL says);
     jsonb to other types than text refused; None for the other casts."""
     target = infer.datatype(node.to)
-    if not _is_jsonb(target):
-        if _is_jsonb(types.of(node.this)) and not infer.is_text(target):
-            raise refuse(f"cast from jsonb to {_name(target)}")
+    if not is_jsonb(target):
+        if is_jsonb(types.of(node.this)) and not infer.is_text(target):
+            raise refuse(f"cast from jsonb to {type_name(target)}")
         return None
     source = types.of(node.this)
-    if _is_jsonb(source):
+    if is_jsonb(source):
         return node.this
     if isinstance(node.this, exp.Null):
         return exp.Cast(this=node.this, to=exp.DataType.build("STRING", dialect="spark"))
-    if _is_unknown_literal(node.this, types):
-        return _jsonb_literal(node.this)  # type: ignore[arg-type]
+    if is_unknown_literal(node.this, types):
+        return jsonb_literal(node.this)  # type: ignore[arg-type]
     if infer.is_text(source):
-        return _checked("in", node.this)
-    raise refuse(f"cast from {_name(source)} to jsonb")
+        return checked("in", node.this)
+    raise refuse(f"cast from {type_name(source)} to jsonb")
 
 
 # ---------------------------------------------------------------- SQL values as jsonb
@@ -304,7 +303,7 @@ def _value(node: exp.Expression, types: Types, what: str) -> tuple[exp.Expressio
         return node, "text"
     element = t.element if t is not None and t.is_array else t
     if t is None or element is None or element.oid not in _SCALAR_TYPES or (t.is_array and element.is_array):
-        raise refuse(f"{what} of a value of type {_name(t)}")
+        raise refuse(f"{what} of a value of type {type_name(t)}")
     if element.oid == T.BPCHAR.oid and element.length is not None and not isinstance(node, (exp.Column, exp.Cast)):
         # weir keeps character(n) values unpadded; only a column's or a cast's n is known
         raise refuse(f"{what} of a character({element.length}) expression")
@@ -323,13 +322,13 @@ def _tags(tags: list[str]) -> exp.Expression:
 def to_jsonb(node: exp.Expression, types: Types) -> exp.Expression:
     """to_jsonb(x): NULL for NULL; PostgreSQL cannot type an untyped literal here."""
     if len(node.expressions) != 1:
-        raise _no_function(node, types)
+        raise no_function(node, types)
     arg = node.expressions[0]
-    if _is_unknown_literal(arg, types) or isinstance(arg, exp.Null):
+    if is_unknown_literal(arg, types) or isinstance(arg, exp.Null):
         raise WeirError(SqlState.DATATYPE_MISMATCH,
                         "could not determine polymorphic type because input has type unknown")
     value, tag = _value(arg, types, "to_jsonb")
-    return _call("to_jsonb", value, exp.Literal.string(tag))
+    return call("to_jsonb", value, exp.Literal.string(tag))
 
 
 def build_object(node: exp.Expression, types: Types) -> exp.Expression:
@@ -346,7 +345,7 @@ def build_object(node: exp.Expression, types: Types) -> exp.Expression:
         v, tag = _value(a, types, "jsonb_build_object")
         values.append(v)
         tags.append(tag)
-    return _checked("build_object", _tags(tags), *values)
+    return checked("build_object", _tags(tags), *values)
 
 
 def build_array(node: exp.Expression, types: Types) -> exp.Expression:
@@ -358,7 +357,7 @@ def build_array(node: exp.Expression, types: Types) -> exp.Expression:
         v, tag = _value(a, types, "jsonb_build_array")
         values.append(v)
         tags.append(tag)
-    return _call("build_array", _tags(tags), *values)
+    return call("build_array", _tags(tags), *values)
 
 
 def _jsonb_constant(text: str) -> exp.Expression:
@@ -367,9 +366,9 @@ def _jsonb_constant(text: str) -> exp.Expression:
     return lit
 
 
-def _no_function(node: exp.Expression, types: Types) -> WeirError:
+def no_function(node: exp.Expression, types: Types) -> WeirError:
     name = node.name.lower()
-    args = ", ".join(_name(types.of(a)) for a in node.expressions)
+    args = ", ".join(type_name(types.of(a)) for a in node.expressions)
     return WeirError(SqlState.UNDEFINED_FUNCTION, f"function {name}({args}) does not exist",
                      hint="No function matches the given name and argument types. "
                           "You might need to add explicit type casts.")
@@ -377,27 +376,27 @@ def _no_function(node: exp.Expression, types: Types) -> WeirError:
 
 def _one_jsonb(node: exp.Expression, types: Types) -> exp.Expression:
     if len(node.expressions) != 1:
-        raise _no_function(node, types)
-    arg = _jsonb(node.expressions[0], types, f"function {node.name.lower()}")
+        raise no_function(node, types)
+    arg = operand(node.expressions[0], types, f"function {node.name.lower()}")
     if arg is None:
-        raise _no_function(node, types)
+        raise no_function(node, types)
     return arg
 
 
 def typeof(node: exp.Expression, types: Types) -> exp.Expression:
-    return _call("typeof", _one_jsonb(node, types))
+    return call("typeof", _one_jsonb(node, types))
 
 
 def strip_nulls(node: exp.Expression, types: Types) -> exp.Expression:
-    return _call("strip_nulls", _one_jsonb(node, types))
+    return call("strip_nulls", _one_jsonb(node, types))
 
 
 def pretty(node: exp.Expression, types: Types) -> exp.Expression:
-    return _call("pretty", _one_jsonb(node, types))
+    return call("pretty", _one_jsonb(node, types))
 
 
 def array_length(node: exp.Expression, types: Types) -> exp.Expression:
-    return spark_template("CAST({c} AS INT)", c=_checked("array_length", _one_jsonb(node, types)))
+    return spark_template("CAST({c} AS INT)", c=checked("array_length", _one_jsonb(node, types)))
 
 
 # ---------------------------------------------------------------- aggregates
@@ -412,21 +411,21 @@ def agg(node: exp.Expression, types: Types) -> exp.Expression:
     array_agg collects, `weir.sql.translate.array_agg`)."""
     _plain_aggregate(node, "jsonb_agg")
     if len(node.expressions) != 1:
-        raise _no_function(node, types)
+        raise no_function(node, types)
     arg = node.expressions[0]
     order: exp.Order | None = None
     if isinstance(arg, exp.Order):
         order, arg = arg, arg.this
     if isinstance(arg, exp.Distinct):
         raise refuse("jsonb_agg(DISTINCT ...)")
-    if _is_unknown_literal(arg, types):
+    if is_unknown_literal(arg, types):
         value, tag = arg, "text"
     else:
         value, tag = _value(arg, types, "jsonb_agg")
-    element = _call("value", value, exp.Literal.string(tag))
+    element = call("value", value, exp.Literal.string(tag))
     collected = exp.ArrayAgg(this=element if order is None else exp.Order(this=element,
                                                                          expressions=order.expressions))
-    return _call("agg", tr.array_agg(collected, types))
+    return call("agg", tr.array_agg(collected, types))
 
 
 def object_agg(node: exp.Expression, types: Types) -> exp.Expression:
@@ -438,7 +437,7 @@ def object_agg(node: exp.Expression, types: Types) -> exp.Expression:
     key, key_tag = _value(node.this, types, "jsonb_object_agg")
     value, value_tag = _value(value_node, types, "jsonb_object_agg")
     pairs = spark_template("collect_list(named_struct('k', {k}, 'v', {v}))", k=key, v=value)
-    return _checked("object_agg", pairs, _tags([key_tag, value_tag]))
+    return checked("object_agg", pairs, _tags([key_tag, value_tag]))
 
 
 # ---------------------------------------------------------------- set-returning functions
@@ -447,7 +446,7 @@ def _rows(name: str, node: exp.Expression, types: Types) -> exp.Expression:
     """The function's rows as a Spark array (of structs for two columns)."""
     arg = _one_jsonb(node, types)
     _, spark_type = SET_RETURNING[name]
-    return spark_template(f"from_json({{c}}, '{spark_type}')", c=_checked(_SRF_OPERATION[name], arg))
+    return spark_template(f"from_json({{c}}, '{spark_type}')", c=checked(_SRF_OPERATION[name], arg))
 
 
 def set_returning(node: exp.Expression, types: Types) -> exp.Expression:
@@ -503,85 +502,11 @@ def _in_from(name: str, node: exp.Expression, holder: exp.Expression, rows: exp.
     return node  # replaced above, with its parent
 
 
-def _path_function(node: exp.Expression, types: Types, operation: str, flag_default: bool) -> exp.Expression:
-    """jsonb_set(target, path, new [, create_if_missing]) / jsonb_insert(target, path, new
-    [, insert_after]) (weir.codec.jsonb_paths)."""
-    args = list(node.expressions)
-    if len(args) not in (3, 4):
-        raise _no_function(node, types)
-    name = f"function {node.name.lower()}"
-    target, new = _jsonb(args[0], types, name), _jsonb(args[2], types, name)
-    steps = _text_array(args[1], types)
-    flag = args[3] if len(args) == 4 else exp.Boolean(this=flag_default)
-    if target is None or new is None or (steps is None and not isinstance(args[1], exp.Null)) or not (
-            isinstance(flag, (exp.Boolean, exp.Null)) or (types.of(flag) or T.TEXT).oid == T.BOOL.oid):
-        raise _no_function(node, types)
-    if any(isinstance(a, exp.Null) for a in (target, new, args[1], flag)):
-        return _null()
-    return _checked(operation, target, steps, new, flag)  # type: ignore[arg-type]
-
-
-def extract_path_function(node: exp.Expression, types: Types) -> exp.Expression:
-    """jsonb_extract_path(j, VARIADIC path) / jsonb_extract_path_text: `#>` / `#>>`."""
-    args = list(node.expressions)
-    scalar = node.name.lower().endswith("_text")
-    target = _jsonb(args[0], types, f"function {node.name.lower()}") if args else None
-    if target is None:
-        raise _no_function(node, types)
-    steps = args[1:]
-    if len(steps) == 1 and isinstance(steps[0], exp.Variadic):
-        array = _text_array(steps[0].this, types)
-        if array is None:
-            raise _no_function(node, types)
-        path_array = array
-    else:
-        for a in steps:
-            if not (infer.is_text(types.of(a)) or _is_unknown_literal(a, types) or isinstance(a, exp.Null)):
-                raise _no_function(node, types)
-        path_array = spark_template("CAST({a} AS ARRAY<STRING>)", a=exp.Array(expressions=steps)) \
-            if steps else _string_array([])
-    return _call("extract_path_text" if scalar else "extract_path", target, path_array)
-
-
-def delete_path(node: exp.Expression, types: Types) -> exp.Expression:
-    """`jsonb #- text[]`."""
-    left = _left(node, types, "#-")
-    steps = _text_array(node.expression, types)
-    if steps is None:
-        if isinstance(node.expression, exp.Null):
-            return _null()
-        raise _no_operator(node, "#-", types)
-    return _checked("delete_path", left, steps)
-
-
-def subscript(node: exp.Expression, types: Types) -> exp.Expression | None:
-    """`j['key']`, `j[0]` (arrays count from 0), nested: read as `#>` reads its path;
-    None for a subscript of anything but jsonb."""
-    if not _is_jsonb(types.of(node.this)):
-        return None
-    if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
-        raise WeirError(SqlState.DATATYPE_MISMATCH, "jsonb subscript does not support slices")
-    index = node.expressions[0]
-    t = types.of(index)
-    if infer.is_int(t) or (isinstance(index, exp.Literal) and not index.is_string and index.this.lstrip("-").isdigit()):
-        written = index if index.meta.get(ONE_BASED_INDEX) else spark_template("({i} + 1)", i=index)
-        step = spark_template("CAST({w} AS STRING)", w=written)  # sqlglot counted it from 0
-    elif infer.is_text(t) or _is_unknown_literal(index, types) or isinstance(index, exp.Null):
-        step = index
-    else:
-        raise WeirError(SqlState.DATATYPE_MISMATCH, f"subscript type {_name(t)} is not supported",
-                        hint="jsonb subscript must be coercible to either integer or text.")
-    return _call("extract_path", node.this, spark_template("array(CAST({s} AS STRING))", s=step))
-
-
 # PostgreSQL's jsonb functions by name (sqlglot reads them as anonymous calls)
 FUNCTIONS = {
     "to_jsonb": to_jsonb, "jsonb_build_object": build_object, "jsonb_build_array": build_array,
     "jsonb_typeof": typeof, "jsonb_strip_nulls": strip_nulls, "jsonb_pretty": pretty,
     "jsonb_array_length": array_length, "jsonb_agg": agg,
-    "jsonb_set": lambda n, t: _path_function(n, t, "set_path", True),
-    "jsonb_insert": lambda n, t: _path_function(n, t, "insert_path", False),
-    "jsonb_extract_path": extract_path_function, "jsonb_extract_path_text": extract_path_function,
     **{name: set_returning for name in SET_RETURNING},
 }
 
@@ -596,13 +521,13 @@ _OWN: dict[type, Handler] = {
     exp.JSONExtract: arrow, exp.JSONExtractScalar: arrow, exp.JSONBExtract: path,
     exp.JSONBExtractScalar: path, exp.ArrayContainsAll: containment, exp.ArrayContainedBy: containment,
     exp.JSONBContains: containment, exp.JSONBContainsTopKey: exists, exp.JSONBContainsAnyTopKeys: exists,
-    exp.JSONBContainsAllTopKeys: exists, exp.JSONBObjectAgg: object_agg, exp.JSONBDeleteAtPath: delete_path,
+    exp.JSONBContainsAllTopKeys: exists, exp.JSONBObjectAgg: object_agg,
 }
 # nodes jsonb shares with other types: None hands the node on to the handler before
 _SHARED: dict[type, Handler] = {
     exp.DPipe: dpipe, exp.Sub: sub, exp.Cast: cast, exp.EQ: comparison, exp.NEQ: comparison,
     exp.LT: comparison, exp.LTE: comparison, exp.GT: comparison, exp.GTE: comparison, exp.Ordered: ordered,
-    exp.In: in_list, exp.Bracket: subscript,
+    exp.In: in_list,
 }
 
 
