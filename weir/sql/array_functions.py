@@ -23,7 +23,7 @@ from weir import codec
 from weir import types as T
 from weir.codec import interval as cinterval
 from weir.errors import SqlState, WeirError
-from weir.sql import infer
+from weir.sql import infer, interval_sql
 from weir.sql.infer import Types
 from weir.sql.literals import literal
 from weir.sql.translate import raise_sql, refuse, spark_template
@@ -253,8 +253,13 @@ def date_bin(node: exp.Expression, types: Types) -> exp.Expression:
         if micros <= 0:
             return _bin_error(source, origin, _spark_timestamp(st), "22008", "stride must be greater than zero")
         width: exp.Expression = exp.Literal.number(micros)
-    elif infer.is_interval(types.of(stride)):  # a day-time interval in Spark: its microseconds
-        width = spark_template("unix_micros(timestamp_micros(0) + {i})", i=stride)
+    elif infer.is_interval(types.of(stride)):  # days and time in microseconds; months refused as PostgreSQL does
+        width = spark_template(
+            "CASE WHEN {m} <> 0 THEN " + raise_sql("0A000", "timestamps cannot be binned into intervals containing "
+                                                   "months or years")
+            + " ELSE CAST({d} AS BIGINT) * 86400000000 + {t} END",
+            m=interval_sql.field(stride, "months"), d=interval_sql.field(stride, "days"),
+            t=interval_sql.field(stride, "micros"))
     else:
         raise refuse("function date_bin of a stride of type "
                      + (types.of(stride).name if types.of(stride) is not None else "unknown"))  # type: ignore[union-attr]
