@@ -145,8 +145,8 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression | None:
     if not isinstance(to, exp.DataType) or to.this != exp.DataType.Type.INTERVAL and not (
             to.this == exp.DataType.Type.STRUCT and to.sql("spark").replace(" ", "") == T.INTERVAL_DDL.replace(" ", "")):
         return None
-    if _is(node.this, types):
-        return node.this
+    if _is(node.this, types):  # itself, typed as weir's interval struct (its fields nullable)
+        return exp.Cast(this=node.this, to=exp.DataType.build(T.INTERVAL_DDL, dialect="spark"))
     if isinstance(node.this, (exp.Null, exp.Placeholder)):  # NULL::interval, a parameter's slot
         return exp.Cast(this=node.this.copy(), to=exp.DataType.build(T.INTERVAL_DDL, dialect="spark"))
     if isinstance(node.this, exp.Literal) and node.this.is_string:  # PostgreSQL's interval_in

@@ -51,8 +51,8 @@ def build(m: exp.Expression, d: exp.Expression, t: exp.Expression) -> exp.Expres
     field does not fit."""
     return spark_template(
         f"CASE WHEN {{t}} IS NULL THEN {_NULL} WHEN NOT ({{m}} {_INT} AND {{d}} {_INT} AND {{t}} >= -9223372036854775808 "
-        f"AND {{t}} < 9223372036854775808) THEN {_OUT_OF_RANGE} ELSE named_struct('months', CAST({{m}} AS INT), "
-        "'days', CAST({d} AS INT), 'micros', CAST({t} AS BIGINT)) END", m=m, d=d, t=t)
+        f"AND {{t}} < 9223372036854775808) THEN {_OUT_OF_RANGE} ELSE CAST(named_struct('months', CAST({{m}} AS INT), "
+        f"'days', CAST({{d}} AS INT), 'micros', CAST({{t}} AS BIGINT)) AS {T.INTERVAL_DDL}) END", m=m, d=d, t=t)
 
 
 def _wide(x: exp.Expression, ddl: str) -> exp.Expression:

@@ -71,7 +71,8 @@ def interval_literal(v: PgInterval) -> exp.Expression:
         exp.Literal.string("days"), exp.Cast(this=exp.Literal.number(v.days), to=exp.DataType.build("INT")),
         exp.Literal.string("micros"), exp.Cast(this=exp.Literal.number(v.micros), to=exp.DataType.build("BIGINT"))])
     node.meta["weir_literal"] = True  # weir's own Spark call: weir.sql.functions lets it pass
-    return node
+    # typed (fields nullable): beside a NULL row, Spark's non-null literal fields fail its Arrow output
+    return exp.Cast(this=node, to=exp.DataType.build(T.INTERVAL_DDL, dialect="spark"))
 
 
 def is_interval_literal(node: exp.Expression) -> bool:

@@ -79,8 +79,8 @@ def query_expr(ref: str, t: PgType, depth: int = 0) -> str:
         var = f"__x{depth}"
         return f"transform({ref}, {var} -> {query_expr(var, t.element, depth + 1)})"
     if t.oid == INTERVAL.oid and t.stored_as == "long":  # whole days and the rest, as weir printed them
-        return (f"CASE WHEN {ref} IS NOT NULL THEN named_struct('months', 0, 'days', CAST({ref} DIV 86400000000 AS INT), "
-                f"'micros', {ref} - ({ref} DIV 86400000000) * 86400000000) END")
+        return (f"CASE WHEN {ref} IS NOT NULL THEN CAST(named_struct('months', 0, 'days', CAST({ref} DIV 86400000000 AS INT), "
+                f"'micros', {ref} - ({ref} DIV 86400000000) * 86400000000) AS {t.spark_ddl}) END")
     if stored_ddl(t) != t.spark_ddl:
         return f"CAST({ref} AS {t.spark_ddl})"
     return ref
