@@ -259,6 +259,7 @@ SAME += ["SELECT jsonb_set('{\"a\": [1, 2], \"b\": {\"c\": 3}}', '{a,1}', '\"x\"
          "jsonb_exists('{\"a\": null}', 'a'), jsonb_exists_any('{\"a\": 1}', '{b,a}'), "
          "jsonb_exists_all('{\"a\": 1}', '{a,b}'), jsonb_delete('{\"a\": 1, \"b\": 2}', 'a')::text, "
          "jsonb_delete('{\"a\": 1, \"b\": 2}', VARIADIC ARRAY['a', 'b'])::text"]
+SAME += ["SELECT f * 2, d / 3, d + f, d - 1e19, 'Infinity'::float8 * d FROM r2_f"]
 
 # ... and their errors, as PostgreSQL's (SQLSTATE and message)
 SAME_ERROR = [
@@ -292,6 +293,9 @@ SAME_ERROR = [
     "SELECT jsonb_set('[1]', '{x}', '2')", "SELECT '1'::jsonb #- '{a}'",
     "SELECT ('[1, \"2\", null]'::jsonb)[1.0]", "SELECT ('[1]'::jsonb)[1:2]",
     "SELECT ARRAY[]::oidvector", "SELECT ARRAY[]::int2vector",
+    # float arithmetic's overflow and underflow (Spark answered Infinity and 0)
+    "SELECT d * 1e300::float8 FROM r2_f", "SELECT f * 1e35::real FROM r2_f", "SELECT d / 1e-300::float8 FROM r2_f",
+    "SELECT 1e308::float8 + 1e308::float8", "SELECT 1e-200::float8 * 1e-200::float8", "SELECT 1e30::real * 1e30::real",
 ]
 
 # Relations a materialized view / an indexed view is made of: each compared with

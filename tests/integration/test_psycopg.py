@@ -151,6 +151,8 @@ def test_set_show_and_application_name(server: WeirServer) -> None:
         c.execute("SET extra_float_digits = 3")
         assert c.execute("SHOW extra_float_digits").fetchone() == ("3",)
         assert _sqlstate(lambda: c.execute("SET extra_float_digits = 99")) == "22023"
+        # fewer digits than the shortest exact ones are not printed: refused, not ignored
+        assert _sqlstate(lambda: c.execute("SET extra_float_digits = 0")) == "22023"
         assert _sqlstate(lambda: c.execute("SHOW nope")) == "42704"
 
 

@@ -67,9 +67,9 @@ def test_read_only_parameters() -> None:
 
 def test_ints_and_ranges() -> None:
     assert norm("extra_float_digits", " 3 ") == "3"
-    assert norm("extra_float_digits", "-15") == "-15"
+    assert code("extra_float_digits", "-15")[0] == "22023"  # fewer digits: refused, not ignored
     assert code("extra_float_digits", "4") == (
-        "22023", '4 is outside the valid range for parameter "extra_float_digits" (-15 .. 3)')
+        "22023", '4 is outside the valid range for parameter "extra_float_digits" (1 .. 3)')
     assert code("extra_float_digits", "abc")[0] == "22023"
 
 

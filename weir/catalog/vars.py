@@ -295,7 +295,8 @@ VARS: tuple[VarDef, ...] = (
     VarDef("DateStyle", "datestyle", "ISO, MDY", "The display format for date and time "
            "values; only ISO, MDY is supported.", report=True),
     VarDef("extra_float_digits", "int", "1", "Extra digits displayed for floating-point "
-           "values.", min=-15, max=3),
+           "values; 1 to 3 all print the shortest exact digits, as in PostgreSQL (weir does not "
+           "print fewer: values below 1 are refused).", min=1, max=3),
     VarDef("idle_in_transaction_session_timeout", "duration", "2min", "Terminates any "
            "session idle within an open transaction for longer than this (0 disables).",
            min=0, max=_INT_MAX),

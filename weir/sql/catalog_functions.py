@@ -604,7 +604,11 @@ def rewrite(expr: exp.Expression,
                 new.meta.setdefault("weir_output_name", node.meta.get("weir_output_name") or node.name.lower())
                 return new
         if isinstance(node, exp.Format) and isinstance(node.this, exp.Literal) and node.this.is_string:
-            return catalog_absent.format_call([node.this, *node.expressions], _fill) or node
+            new = catalog_absent.format_call([node.this, *node.expressions], _fill)
+            if new is None:
+                return node
+            new.meta.setdefault("weir_output_name", "format")  # PostgreSQL names the column after it
+            return new
         return node
 
     # pre-order: a reg* cast sees its parent (whether it is output as a name) unchanged

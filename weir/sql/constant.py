@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
+import struct
 from typing import Any
 
 import pyarrow as pa
@@ -425,7 +427,25 @@ def _arith(e: exp.Binary) -> Value:
     else:
         r = (int(_EXACT.remainder(decimal.Decimal(a), decimal.Decimal(b))) if t.oid in _INT_RANGE
              else _EXACT.remainder(a, b) if t.oid == T.NUMERIC.oid else a % b)
+    if t.oid in (T.FLOAT4.oid, T.FLOAT8.oid):
+        r = _float_in_range(e, r, a, b, t)
     return _check(r, t), t
+
+
+def _float_in_range(e: exp.Expression, r: float, a: float, b: float, t: PgType) -> float:
+    """float4/8 arithmetic's range checks (float.h's float_overflow_error / underflow):
+    finite operands giving an infinity, or a product / quotient of non-zero operands
+    rounding to zero; a real rounds to single precision first."""
+    if t.oid == T.FLOAT4.oid and math.isfinite(r):
+        try:
+            r = struct.unpack("f", struct.pack("f", r))[0]
+        except OverflowError:
+            r = math.copysign(math.inf, r)
+    if math.isinf(r) and math.isfinite(a) and math.isfinite(b):
+        raise WeirError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow")
+    if r == 0 and a != 0 and ((isinstance(e, exp.Mul) and b != 0) or (isinstance(e, exp.Div) and math.isfinite(b))):
+        raise WeirError(SqlState.NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: underflow")
+    return r
 
 
 def _compare(e: exp.Binary) -> Value:

@@ -20,6 +20,7 @@ from weir.sql import (
     array_functions,
     comparisons,
     datetime_sql,
+    float_ops,
     format_function,
     interval_ops,
     jsonb,
@@ -333,5 +334,7 @@ for _node in (exp.Sum, exp.Avg):
 _HANDLERS[exp.Extract] = _interval_first(_HANDLERS[exp.Extract], interval_ops.extract)
 _HANDLERS[exp.Cast] = _interval_first(_HANDLERS[exp.Cast], interval_ops.cast)
 _HANDLERS[exp.Neg] = interval_ops.neg
+for _node in (exp.Add, exp.Sub, exp.Mul, exp.Div):  # float overflow / underflow: 22003 (weir.sql.float_ops)
+    _HANDLERS[_node] = float_ops.checked(_HANDLERS[_node])
 for _node in (exp.JustifyDays, exp.JustifyHours, exp.JustifyInterval):
     _HANDLERS[_node] = interval_ops.justify

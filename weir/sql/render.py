@@ -88,6 +88,8 @@ def _named(e: exp.Expression) -> bool:
         return True
     if e.meta.get("weir_folded") or isinstance(e, (exp.Literal, exp.Null, exp.Case, exp.Boolean)):
         return False
+    if isinstance(e, exp.Binary) and not e.meta.get("weir_output_name"):
+        return False  # an operator (j #- p, j -> 'a', 2 ^ 3), which sqlglot may model as a function
     return isinstance(e, (exp.Column, exp.Subquery, exp.Func, exp.Tuple)) or bool(e.meta.get("weir_output_name"))
 
 
