@@ -23,6 +23,7 @@ import pytest
 from weir.compute.controller import ComputeController
 from weir.errors import WeirError
 from weir.orchestrator.process import ProcessOrchestrator
+from weir.types import INTERVAL
 
 pytestmark = pytest.mark.integration
 
@@ -170,16 +171,17 @@ def test_peek_consolidates_at_each_as_of(env: Env) -> None:
     assert env.rows(sql, [_input(env, as_of=0)]) == []
     at1 = env.peek(sql, [_input(env, as_of=1)])
     assert at1.schema.field("s").type == pa.int16()
-    assert at1.schema.field("iv").type == pa.duration("us")
+    # a shard written when intervals were long microseconds reads as PostgreSQL's three fields
+    assert at1.schema.field("iv").type == INTERVAL.arrow
     assert at1.schema.field("amount").type == pa.decimal128(10, 2)
     assert at1.schema.field("ts").type == pa.timestamp("us")
     assert at1.schema.field("tz").type == pa.timestamp("us", "UTC")
     none = {"ts": None, "tz": None}
     assert at1.to_pylist() == [
-        {"id": 1, "name": "a", "amount": D("10.50"), "s": 1, "iv": dt.timedelta(seconds=5),
+        {"id": 1, "name": "a", "amount": D("10.50"), "s": 1, "iv": {"months": 0, "days": 0, "micros": 5_000_000},
          "tags": ["x"], "ts": TS, "tz": TZ},
         {"id": 2, "name": "b", "amount": D("20.00"), "s": 2, "iv": None, "tags": [], **none},
-        {"id": 3, "name": "c", "amount": None, "s": None, "iv": dt.timedelta(days=1),
+        {"id": 3, "name": "c", "amount": None, "s": None, "iv": {"months": 0, "days": 1, "micros": 0},
          "tags": None, **none},
     ]
     at5 = [(r["id"], r["amount"]) for r in env.rows(sql, [_input(env, as_of=5)])]
@@ -255,7 +257,7 @@ def test_describe(env: Env) -> None:
         "c1", "SELECT id, amount * 2 AS a2, iv, CAST(s AS INT) AS s FROM weir_u1", [_input(env)]))
     assert schema.names == ["id", "a2", "iv", "s"]
     assert schema.field("id").type == pa.int32()
-    assert schema.field("iv").type == pa.duration("us")
+    assert schema.field("iv").type == INTERVAL.arrow
     with pytest.raises(WeirError) as e:
         env.lt.run(env.ctl.describe("c1", "SELECT nosuch FROM weir_u1", [_input(env)]))
     assert e.value.sqlstate == "42703"
