@@ -312,7 +312,11 @@ def _t(*cols: tuple[str, PgType]) -> Columns:
 
 
 _PG_NAMESPACE, PG_NAMESPACE_OID = 600, ids(600)[1]
-_PG_CLASS, PG_CLASS_OID = 601, ids(601)[1]
+# PostgreSQL's bootstrap catalogs keep their fixed oids, which clients and scripts may
+# hard-code (`SELECT oid FROM pg_class WHERE relname = 'pg_class'` is 1259); weir.catalog.builtins
+# gives them these, and the catalog moves a stored builtin to a changed oid at start-up
+PG_FIXED_OIDS = {"pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_class": 1259}
+_PG_CLASS, PG_CLASS_OID = 601, PG_FIXED_OIDS["pg_class"]
 _NEIGHBOURS = index_neighbours
 
 TABLES: list[BuiltinTable] = []

@@ -529,10 +529,7 @@ from weir.catalog import builtin_mz_views as _mz, builtin_pg_system as _sys  # n
 BUILTINS, BUILTIN_VIEWS = (*BUILTINS, *_pg.TABLES, *_sys.TABLES, *_is.TABLES), (
     *_mz.VIEWS, *_pg.VIEWS, *_sys.VIEWS, *_is.VIEWS)
 
-# PostgreSQL's bootstrap catalogs keep their fixed oids, which clients and scripts may
-# hard-code (`SELECT oid FROM pg_class WHERE relname = 'pg_class'` is 1259); the catalog
-# moves a stored builtin to a changed oid at start-up
-PG_FIXED_OIDS = {"pg_type": 1247, "pg_attribute": 1249, "pg_proc": 1255, "pg_class": 1259}
+PG_FIXED_OIDS = _pg.PG_FIXED_OIDS  # pg_class is 1259 ... (weir.catalog.builtin_pg_catalog)
 BUILTINS = tuple(replace(b, oid=PG_FIXED_OIDS[b.name]) if b.schema == _pg.PG_CATALOG and b.name in PG_FIXED_OIDS
                  else b for b in BUILTINS)
 BUILTIN_VIEWS = tuple(replace(v, oid=PG_FIXED_OIDS[v.name]) if v.schema == _pg.PG_CATALOG and v.name in PG_FIXED_OIDS
