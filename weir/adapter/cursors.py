@@ -96,14 +96,7 @@ async def fetch(session: Session, stmt: st.Fetch) -> api.Rows | api.Command:
 async def _read(cur: Cursor, upto: int | None) -> None:
     """Read the query's rows until there are `upto` (None: all of them)."""
     while not cur.done and (upto is None or len(cur.rows) < upto):
-        item = await cur.queue.get()
-        if item is _END:
-            cur.done = True
-        elif isinstance(item, BaseException):
-            cur.done = True
-            raise item
-        else:
-            cur.rows.extend(item)
+        cur.rows.extend(_rows_of(cur, await cur.queue.get()))
 
 
 async def _scroll(cur: Cursor, stmt: st.Fetch) -> list[tuple[Any, ...]]:
@@ -173,15 +166,20 @@ async def _stream(cur: Cursor, stmt: st.Fetch) -> list[tuple[Any, ...]]:
                 else await cur.queue.get()
         except TimeoutError:
             break
-        if item is _END:
-            cur.done = True
-        elif isinstance(item, BaseException):
-            cur.done = True
-            raise item
-        else:
-            cur.pending.extend(item)
-            take()
+        cur.pending.extend(_rows_of(cur, item))
+        take()
     return out
+
+
+def _rows_of(cur: Cursor, item: Any) -> list[tuple[Any, ...]]:
+    """What the producer queued: a batch of rows, its end (none, and the cursor is done)
+    or its error (raised, and the cursor is done)."""
+    if item is _END or isinstance(item, BaseException):
+        cur.done = True
+        if isinstance(item, BaseException):
+            raise item
+        return []
+    return item
 
 
 async def close(session: Session, stmt: st.CloseCursor) -> api.Command:
