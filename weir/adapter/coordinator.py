@@ -238,7 +238,7 @@ class Coordinator(api.Coordinator):
     async def builtin_writes_settled(self, ids: Iterable[str]) -> None:
         ids = list(ids)
         for live in (self.holds.lag, self.durable_subscriptions.relation, *self.health.relations):  # measured when read
-            if live.relation.id in ids:
+            if live.ids & set(ids):
                 await live.refresh()
         from weir.adapter.statement_log import LIVE_SESSIONS
 

@@ -21,7 +21,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from weir.adapter.live_relation import LiveRelation
+from weir.adapter.live_relation import LiveRelation, LiveRelations, Rows
 from weir.catalog.builtins import by_name
 
 if TYPE_CHECKING:
@@ -47,24 +47,21 @@ def _compute(coord: Coordinator) -> list[tuple[str, str, int | None]]:
     return out
 
 
-async def measure_times(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
-    return {(r, o): (r, o, t) for o, r, t in _compute(coord)}
-
-
-async def measure_compute_statuses(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
-    return {(o, r): (o, r, t is not None, None if t is None else timedelta(microseconds=t // 1000))
-            for o, r, t in _compute(coord)}
-
-
-async def measure_statuses(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
-    rows: dict[Any, tuple[Any, ...]] = {(o, r): (o, r, t is not None) for o, r, t in _compute(coord)}
+async def measure_hydrations(coord: Coordinator) -> tuple[Rows, Rows, Rows]:
+    """mz_compute_hydration_times, mz_compute_hydration_statuses and mz_hydration_statuses
+    from one reading of the replicas' reports, so that the three agree at every time."""
+    compute = _compute(coord)
+    times: Rows = {(r, o): (r, o, t) for o, r, t in compute}
+    compute_statuses: Rows = {(o, r): (o, r, t is not None, None if t is None else timedelta(microseconds=t // 1000))
+                              for o, r, t in compute}
+    statuses: Rows = {(o, r): (o, r, t is not None) for o, r, t in compute}
     collections = coord.storage.collections
     for item in coord.catalog.list_items("source"):
         if "introspection_log" in item.definition:
             continue  # a replica's introspection: part of its replica, not hydrated on its own
         c = collections.get(item.id)
-        rows[(item.id, None)] = (item.id, None, c is not None and c.upper > 0)
-    return rows
+        statuses[(item.id, None)] = (item.id, None, c is not None and c.upper > 0)
+    return times, compute_statuses, statuses
 
 
 async def measure_operators(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
@@ -128,7 +125,7 @@ async def measure_plan_nodes(coord: Coordinator) -> dict[Any, tuple[Any, ...]]:
     return rows
 
 
-def relations(coord: Coordinator) -> list[LiveRelation]:
+def relations(coord: Coordinator) -> list[LiveRelations]:
     assert TIMES is not None and COMPUTE_STATUSES is not None and STATUSES is not None and OPERATORS is not None
     assert PROGRESS is not None and PLAN_NODES is not None
     return [
@@ -137,8 +134,6 @@ def relations(coord: Coordinator) -> list[LiveRelation]:
         LiveRelation(coord, PLAN_NODES, ("object_id", "plan_node_id"), lambda: measure_plan_nodes(coord)),
         LiveRelation(coord, OPERATORS, ("object_id", "plan_node_id", "replica_id", "worker_id"),
                      lambda: measure_operators(coord)),
-        LiveRelation(coord, TIMES, ("replica_id", "object_id"), lambda: measure_times(coord)),
-        LiveRelation(coord, COMPUTE_STATUSES, ("object_id", "replica_id"),
-                     lambda: measure_compute_statuses(coord)),
-        LiveRelation(coord, STATUSES, ("object_id", "replica_id"), lambda: measure_statuses(coord)),
+        LiveRelations(coord, [(TIMES, ("replica_id", "object_id")), (COMPUTE_STATUSES, ("object_id", "replica_id")),
+                              (STATUSES, ("object_id", "replica_id"))], lambda: measure_hydrations(coord)),
     ]

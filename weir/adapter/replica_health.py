@@ -139,7 +139,7 @@ class ReplicaHealth:
         self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
-        self._tasks = [asyncio.create_task(r.watch(), name=f"health-{r.relation.name}") for r in self.relations]
+        self._tasks = [asyncio.create_task(r.watch(), name=f"health-{r.name}") for r in self.relations]
         self._tasks.append(asyncio.create_task(self._history(), name="replica-metrics-history"))
 
     async def stop(self) -> None:
