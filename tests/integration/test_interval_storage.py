@@ -27,6 +27,9 @@ SETUP = [
     "INSERT INTO iv2 VALUES (INTERVAL '30 days', 'thirty'), (INTERVAL '1 day 02:00:00', 'day2'), "
     "(INTERVAL '-1 mon', 'minus')",
     "CREATE TABLE ivts (ts timestamp, i interval)",
+    "CREATE TABLE ivs (id int, s text)",
+    "INSERT INTO ivs VALUES (1, '1 mon 2 days'), (2, '1-2 3:4 5 day'), (3, NULL), (4, 'P1Y2M3DT4H5M6S'), "
+    "(5, '-1.5 hours'), (6, '@ 3 days ago'), (7, '1 week 2.5 days')",
     "INSERT INTO ivts VALUES ('2024-01-31 10:00', INTERVAL '1 month'), ('2024-02-29', INTERVAL '1 year 1 day'), "
     "('2024-03-31 23:00', INTERVAL '-1 mon 25:00:00'), ('2024-01-01', NULL)",
 ]
@@ -49,6 +52,18 @@ QUERIES = [
     "SELECT id, extract(epoch FROM i) AS e, extract(month FROM i) AS m, extract(day FROM i) AS d, "
     "extract(hour FROM i) AS h, extract(year FROM i) AS y FROM iv",
     "SELECT id, (i * 2.5)::text AS m, (i / 3)::text AS d, justify_interval(i)::text AS j FROM iv",
+    # by span as well: IN, BETWEEN, IS DISTINCT FROM, NULLIF, GREATEST / LEAST, PARTITION BY,
+    # count(DISTINCT), UNION / INTERSECT / EXCEPT; text columns cast with interval_in
+    "SELECT id, i IN (INTERVAL '30 days', INTERVAL '26 hours') AS a, i BETWEEN INTERVAL '1 day' AND '1 mon' AS b, "
+    "i IS DISTINCT FROM INTERVAL '720 hours' AS c, i IS NOT DISTINCT FROM NULL AS d FROM iv",
+    "SELECT id, NULLIF(i, INTERVAL '30 days')::text AS n, greatest(i, INTERVAL '1 mon', NULL)::text AS g, "
+    "least(i, INTERVAL '720 hours')::text AS l FROM iv",
+    "SELECT id, count(*) OVER (PARTITION BY i) AS n FROM iv",
+    "SELECT count(DISTINCT i) AS n FROM iv",
+    "SELECT count(*) AS n FROM (SELECT i FROM iv UNION SELECT k FROM iv2) u",
+    "SELECT count(*) AS n, sum(extract(epoch FROM i)) AS e FROM (SELECT i FROM iv INTERSECT SELECT k FROM iv2) u",
+    "SELECT i::text AS t FROM (SELECT i FROM iv EXCEPT SELECT k FROM iv2) u",
+    "SELECT id, s::interval AS i, (s::interval * 2)::text AS t FROM ivs",
 ]
 
 ORDERED = [

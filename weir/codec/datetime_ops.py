@@ -20,6 +20,7 @@ from weir.codec import datetime as cdt
 from weir.codec import datetime_fields as df
 from weir.codec import datetime_parse as dp
 from weir.codec import formatting
+from weir.codec import interval as cinterval
 from weir.codec import timezones as tzs
 from weir.codec import to_char as cto_char
 from weir.errors import SqlState, WeirError
@@ -165,10 +166,16 @@ def _g2(x: float) -> str:
     return f"{x:02g}"
 
 
+def _interval_fields(v: cinterval.PgInterval) -> str:
+    """An interval's three fields, `months,days,micros` (weir.sql.interval_ops builds the struct)."""
+    return f"{v.months},{v.days},{v.micros}"
+
+
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "date_in": lambda s: str((cdt.date_in(s) - EPOCH.date()).days),
     "timestamp_in": lambda s: str(micros(cdt.timestamp_in(s))),
     "timestamptz_in": lambda s: str(micros(cdt.timestamptz_in(s))),
+    "interval_in": lambda s: _interval_fields(cinterval.parse(s)),
     # timestamptz AT TIME ZONE z: the wall-clock reading there; timestamp AT TIME ZONE z: the instant
     "zone_tz": lambda zone, us: str(micros(tzs.local_of_utc(from_micros(int(us)), zone))),
     "zone_ts": lambda zone, us: str(micros(tzs.utc_of_local(from_micros(int(us)), zone))),

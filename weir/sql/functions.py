@@ -215,7 +215,7 @@ def check(expr: exp.Expression) -> exp.Expression:
     order = list(tree.dfs())
     for node in order:
         types.of(node)
-    interval_ops.check(tree, types)
+    tree = interval_ops.check(tree, types)
     for node in reversed(order):  # children before parents
         new = _visit(node, types)
         if new is not node:
@@ -235,6 +235,11 @@ def _visit(node: exp.Expression, types: Types) -> exp.Expression:
     handler = _HANDLERS.get(type(node))
     if handler is not None:
         return handler(node, types)
+    return _unhandled(node, types)
+
+
+def _unhandled(node: exp.Expression, types: Types) -> exp.Expression:
+    """A node no handler takes: passed as it is, or refused."""
     if type(node) in _OPERATORS:
         raise not_supported(f"operator {_OPERATORS[type(node)]}")
     if type(node) in _SYNTAX_REFUSED:
@@ -334,6 +339,12 @@ for _node in (exp.Sum, exp.Avg):
 _HANDLERS[exp.Extract] = _interval_first(_HANDLERS[exp.Extract], interval_ops.extract)
 _HANDLERS[exp.Cast] = _interval_first(_HANDLERS[exp.Cast], interval_ops.cast)
 _HANDLERS[exp.Neg] = interval_ops.neg
+_INTERVAL_HANDLERS: dict[type, Callable[[exp.Expression, Types], exp.Expression | None]] = {
+    exp.In: interval_ops.membership, exp.Between: interval_ops.between, exp.NullSafeEQ: interval_ops.distinct_from,
+    exp.NullSafeNEQ: interval_ops.distinct_from, exp.Nullif: interval_ops.nullif, exp.Greatest: interval_ops.extreme,
+    exp.Least: interval_ops.extreme, exp.Window: interval_ops.partition_by, exp.Count: interval_ops.count_distinct}
+for _node, _handler in _INTERVAL_HANDLERS.items():
+    _HANDLERS[_node] = _interval_first(_HANDLERS.get(_node, _unhandled), _handler)
 for _node in (exp.Add, exp.Sub, exp.Mul, exp.Div):  # float overflow / underflow: 22003 (weir.sql.float_ops)
     _HANDLERS[_node] = float_ops.checked(_HANDLERS[_node])
 for _node in (exp.JustifyDays, exp.JustifyHours, exp.JustifyInterval):

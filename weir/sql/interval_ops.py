@@ -11,11 +11,12 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.codec import interval as cinterval
-from weir.sql import infer
+from weir.sql import infer, udf_calls
+from weir.sql import interval_sets as set_operations
 from weir.sql import interval_sql as iv
 from weir.sql.infer import Types
 from weir.sql.literals import interval_literal
-from weir.sql.translate import refuse
+from weir.sql.translate import refuse, spark_template
 
 
 def _is(node: exp.Expression, types: Types) -> bool:
@@ -70,13 +71,88 @@ def comparison(node: exp.Expression, types: Types) -> exp.Expression | None:
         if isinstance(side, (exp.Any, exp.All)) or (isinstance(side, exp.Anonymous)
                                                     and side.name.lower() in ("all", "some")):
             raise refuse("ANY / ALL of intervals")
-        if isinstance(side, exp.Literal) and side.is_string:  # '30 days': PostgreSQL's interval_in
-            node.set(key, interval_literal(cinterval.parse(side.this)))
-        elif not _is(side, types) and not isinstance(side, exp.Null) and types.of(side) is not None:
-            raise refuse("comparison of an interval with a value of another type")
-    node.set("this", iv.span(node.this))
-    node.set("expression", iv.span(node.expression))
+        node.set(key, _span_of(side, types))
     return node
+
+
+def _operand(x: exp.Expression, types: Types) -> exp.Expression:
+    """An operand beside an interval: an untyped string is PostgreSQL's interval_in of it;
+    a value of another type is refused."""
+    if isinstance(x, exp.Literal) and x.is_string:  # '30 days'
+        return interval_literal(cinterval.parse(x.this))
+    if not _is(x, types) and not isinstance(x, exp.Null) and types.of(x) is not None:
+        raise refuse("comparison of an interval with a value of another type")
+    return x
+
+
+def _span_of(x: exp.Expression, types: Types) -> exp.Expression:
+    return iv.span(_operand(x, types))
+
+
+def membership(node: exp.Expression, types: Types) -> exp.Expression | None:
+    """x IN (a, b, ...) by span; IN (subquery) of intervals is refused."""
+    if not _is(node.this, types):
+        return None
+    if any(node.args.get(k) is not None for k in ("query", "unnest", "field")):
+        raise refuse("IN (subquery) of intervals")
+    node.set("this", iv.span(node.this))
+    node.set("expressions", [_span_of(e, types) for e in node.expressions])
+    return node
+
+
+def between(node: exp.Expression, types: Types) -> exp.Expression | None:
+    if not _is(node.this, types):
+        return None
+    for key in ("this", "low", "high"):
+        node.set(key, _span_of(node.args[key], types))
+    return node
+
+
+def distinct_from(node: exp.Expression, types: Types) -> exp.Expression | None:
+    """IS [NOT] DISTINCT FROM by span (NULL's span is NULL)."""
+    if not (_is(node.this, types) or _is(node.expression, types)):
+        return None
+    for key in ("this", "expression"):
+        node.set(key, _span_of(node.args[key], types))
+    return node
+
+
+def nullif(node: exp.Expression, types: Types) -> exp.Expression | None:
+    """NULLIF(a, b): NULL when the spans are equal, else a with its own fields."""
+    if not _is(node.this, types):
+        return None
+    pair = spark_template("named_struct('a', {a}, 'b', {b})", a=node.this, b=_operand(node.expression, types))
+    return iv.bind(pair, lambda v: spark_template(
+        "CASE WHEN {sa} = {sb} THEN NULL ELSE {a} END",
+        sa=iv.span(iv.field(v, "a")), sb=iv.span(iv.field(v, "b")), a=iv.field(v, "a")))
+
+
+def extreme(node: exp.Expression, types: Types) -> exp.Expression | None:
+    """GREATEST / LEAST by span, NULLs left out; of equal spans the first argument's value
+    (ExecEvalMinMax replaces its result only by a strictly greater / lesser one)."""
+    args = [node.this, *node.expressions]
+    if not any(_is(a, types) for a in args):
+        return None
+    greatest = isinstance(node, exp.Greatest)
+    entries = [spark_template("named_struct('s', {s}, 'i', {i}, 'v', {v})", s=_span_of(a, types),
+                                 i=exp.Literal.number(-i if greatest else i), v=_operand(a, types))
+               for i, a in enumerate(args)]
+    chosen = "array_max" if greatest else "array_min"
+    return iv.bind(exp.Array(expressions=entries), lambda v: iv.field(
+        spark_template(f"{chosen}(filter({{v}}, e -> e.s IS NOT NULL))", v=v), "v"))
+
+
+def partition_by(node: exp.Expression, types: Types) -> None:
+    """PARTITION BY an interval partitions by its span; the window's handler goes on."""
+    keys = node.args.get("partition_by") or []
+    node.set("partition_by", [iv.span(k) if _is(k, types) else k for k in keys])
+
+
+def count_distinct(node: exp.Expression, types: Types) -> None:
+    """count(DISTINCT interval) counts distinct spans; count's own handling goes on."""
+    d = node.this
+    if isinstance(d, exp.Distinct):
+        d.set("expressions", [iv.span(e) if _is(e, types) else e for e in d.expressions])
 
 
 def order_key(key: exp.Expression) -> exp.Expression:
@@ -151,40 +227,38 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression | None:
         return exp.Cast(this=node.this.copy(), to=exp.DataType.build(T.INTERVAL_DDL, dialect="spark"))
     if isinstance(node.this, exp.Literal) and node.this.is_string:  # PostgreSQL's interval_in
         return interval_literal(cinterval.parse(node.this.this))
+    if infer.is_text(types.of(node.this)) and to.this == exp.DataType.Type.INTERVAL and not to.expressions:
+        return _interval_in(node.this)
     raise refuse(f"cast of {(types.of(node.this) or T.UNKNOWN).name} to interval on Spark")
+
+
+def _interval_in(text: exp.Expression) -> exp.Expression:
+    """PostgreSQL's interval_in of a text column, in the replica's UDF (errors included)."""
+    fields = udf_calls.checked("weir_datetime", "interval_in", exp.Cast(
+        this=text, to=exp.DataType.build("STRING", dialect="spark")))
+    return iv.bind(fields, lambda v: iv.build(*(spark_template(f"CAST(split({{v}}, ',')[{i}] AS BIGINT)", v=v)
+                                                for i in range(3))))
 
 
 _KEYS = "weir_interval_keys"  # Select meta: the interval columns it groups by (by span)
 _AGGREGATES = ("min_by", "max_by", "first", "collect_list")
 
 
-def check(tree: exp.Expression, types: Types) -> None:
+def check(tree: exp.Expression, types: Types) -> exp.Expression:
     """Before the handlers: GROUP BY / DISTINCT on interval columns are noted, to group by
-    span (regroup()); refused is what would compare, group or sort intervals as Spark's
-    structs: grouping by an interval expression, UNION / INTERSECT / EXCEPT (but ALL), IN,
-    BETWEEN, GREATEST / LEAST, IS DISTINCT FROM, PARTITION BY, count(DISTINCT interval)."""
+    span (regroup()); UNION / INTERSECT / EXCEPT of intervals become groupings by span
+    (weir.sql.interval_sets); refused is what would compare, group or sort intervals as
+    Spark's structs: grouping by an interval expression, date_trunc, DISTINCT of intervals
+    in an aggregate other than count."""
     for select in list(tree.find_all(exp.Select)):
         _note_keys(select, types)
-    for node in tree.find_all(exp.Distinct, exp.SetOperation, exp.In, exp.Between, exp.Greatest,
-                              exp.Least, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Window, exp.Nullif, exp.TimestampTrunc):
-        if isinstance(node, exp.Nullif) and _is(node.this, types):
-            raise refuse("NULLIF of intervals")
+    for node in tree.find_all(exp.Distinct, exp.TimestampTrunc):
         if isinstance(node, exp.TimestampTrunc) and _is(node.this, types):
             raise refuse("date_trunc of an interval")
-        if isinstance(node, exp.Distinct) and node.arg_key != "distinct" and any(_is(e, types) for e in node.expressions):
+        if (isinstance(node, exp.Distinct) and node.arg_key != "distinct" and not isinstance(node.parent, exp.Count)
+                and any(_is(e, types) for e in node.expressions)):
             raise refuse("DISTINCT of intervals in an aggregate")
-        if isinstance(node, exp.SetOperation) and node.args.get("distinct") is not False:
-            first = node.this
-            while isinstance(first, exp.SetOperation):
-                first = first.this
-            if isinstance(first, exp.Select) and any(_is(e, types) for e in first.expressions):
-                raise refuse("UNION, INTERSECT or EXCEPT of intervals")
-        if isinstance(node, (exp.In, exp.Between, exp.NullSafeEQ, exp.NullSafeNEQ)) and _is(node.this, types):
-            raise refuse("IN, BETWEEN or IS DISTINCT FROM of intervals")
-        if isinstance(node, (exp.Greatest, exp.Least)) and any(_is(e, types) for e in node.iter_expressions()):
-            raise refuse("GREATEST / LEAST of intervals")
-        if isinstance(node, exp.Window) and any(_is(e, types) for e in node.args.get("partition_by") or []):
-            raise refuse("PARTITION BY an interval")
+    return set_operations.by_span(tree, types)
 
 
 def _column_of(e: exp.Expression) -> exp.Column | None:
