@@ -3,9 +3,9 @@
 Values are compared in the text form each server sends on the wire (no parsing, so no
 normalisation hides a difference). Spark costs weir ~0.1-1 s per query whatever its size,
 so queries PostgreSQL gives the same column types are run on weir in batches, one UNION
-ALL tagged with each query's number, on a few connections at once; a batch that fails or
-whose rows for a query differ is re-run query by query, and only a query's own answer
-counts. Each query's columns are named by the batch (`AS diff_q7(c0, c1)`), so a query may
+ALL tagged with each query's number, on a few connections at once; a batch that fails is
+halved until its failing queries stand alone, a query whose rows differ is re-run alone,
+and only a query's own answer counts. Each query's columns are named by the batch (`AS diff_q7(c0, c1)`), so a query may
 leave them unnamed or name two alike, as PostgreSQL allows in a SELECT.
 
 Every batch is checked three ways, each against PostgreSQL's SELECT: as a SELECT, as the
@@ -249,6 +249,17 @@ class Differential:
         def one(i: int) -> Result:
             return self._result(queries[i], expected[i], self.weir_execute(queries[i].sql))
 
+        def answered(sig: tuple[bool, ...], ids: list[int]) -> dict[int, list[Row] | None]:
+            """weir's rows for each query of a batch; a batch weir fails (one refused query
+            fails them all) is halved until the failing queries stand alone (None)."""
+            w = self.weir_execute(batch_sql([queries[i] for i in ids], ids, sig))
+            if w.ok:
+                return dict(split_batch(w, ids))
+            if len(ids) == 1:
+                return {ids[0]: None}
+            half = len(ids) // 2
+            return answered(sig, ids[:half]) | answered(sig, ids[half:])
+
         def batch(item: tuple[tuple[bool, ...], list[int]]) -> list[Result]:
             sig, ids = item
             if deadline is not None and time.monotonic() > deadline:
@@ -256,14 +267,18 @@ class Differential:
             if self.log is not None:
                 self.log(f"{time.monotonic() - start:6.0f}s batch of {len(ids)}")
             want = pg_batch[tuple(ids)]
-            w = self.weir_execute(batch_sql([queries[i] for i in ids], ids, sig))
-            if not (w.ok and want.ok):
+            if not want.ok:
                 return [one(i) for i in ids]
-            got, exp = split_batch(w, ids), split_batch(want, ids)
+            got = answered(sig, ids)
+            exp = split_batch(want, ids)
             out = []
             for i in ids:
-                mine = Outcome(rows=got[i])
-                if i not in sampled and same_rows(exp[i], got[i], False):
+                rows = got[i]
+                if rows is None:  # the query's own answer: its error, as it says it alone
+                    out.append(one(i))
+                    continue
+                mine = Outcome(rows=rows)
+                if i not in sampled and same_rows(exp[i], rows, False):
                     out.append(Result(queries[i], expected[i], mine, "identical"))
                 elif i not in sampled and (known := self.explain(
                         queries[i], Outcome(rows=exp[i], types=expected[i].types), mine)):

@@ -36,7 +36,7 @@ KNOWN_WRONG: tuple[Known, ...] = ()
 
 SEED = int(os.environ.get("WEIR_DIFF_SEED", "20261123"))
 QUERIES = int(os.environ.get("WEIR_DIFF_QUERIES", "2000"))
-BUDGET = float(os.environ.get("WEIR_DIFF_BUDGET", "240"))
+BUDGET = float(os.environ.get("WEIR_DIFF_BUDGET", "300"))
 MIN_CHECKED = 100  # even on a loaded machine, a run that checks fewer proves too little
 
 
@@ -122,7 +122,7 @@ def test_join_nesting_in_views(peers: Peers, server: WeirServer) -> None:
 
 # -- generated queries -----------------------------------------------------------------------
 
-def _run(pg: str, weir: str, queries: list[Query], mv_batches: int = 0, batch: int = 25,
+def _run(pg: str, weir: str, queries: list[Query], mv_batches: int = 0, batch: int = 50,
          budget: float | None = BUDGET, index_batches: int | None = 0, own_views: int = 0) -> Report:
     diff = Differential(pg, weir, explain=explainer(ALLOWED, KNOWN_WRONG), batch=batch,
                         budget=budget, log=print)
@@ -162,7 +162,7 @@ def test_differential_plain_tables(peers: Peers) -> None:
 def test_differential_soak(peers: Peers) -> None:
     """A longer run on other seeds, with more materialized views (CI runs it; the whole
     suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
-    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "240"))
+    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "420"))
     report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=1000,
                   budget=budget, index_batches=None, own_views=12)
     _check(report)
