@@ -202,6 +202,9 @@ UNDETERMINED: tuple[tuple[str, str, str], ...] = (
      "          row_number() OVER (PARTITION BY depname ORDER BY enroll_date) AS first_emp",
      "empsalary's develop rows 7 and 9 tie on enroll_date, so which is row 4 and which row 5 is not "
      "determined (the shuffle notices it one time in four at best: two rows)"),
+    ("window", "SELECT last_value(four) OVER (ORDER BY ten), ten, four FROM tenk1 WHERE unique2 < 10",
+     "rows of one ten (unique1 = 1 and 11, say) tie in ORDER BY ten but differ in four, and last_value "
+     "is the last of the peers in an order the statement does not set (the shuffle notices it at times)"),
     ("window", "SELECT * FROM\n  (SELECT *,\n          count(1) OVER (PARTITION BY depname || '') c1,",
      "row_number() OVER (PARTITION BY depname) has no ORDER BY, so which row of a department is "
      "rn = 1 (and is kept) is not determined"),
