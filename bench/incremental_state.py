@@ -49,11 +49,14 @@ def _session(base: str) -> Any:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return (SparkSession.builder.master("local[1]").appName("incremental-state")
+    spark = (SparkSession.builder.master("local[1]").appName("incremental-state")
             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+            .config("spark.driver.memory", "4g")
             .config("spark.sql.streaming.stateStore.providerClass",
                     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
             .config("spark.sql.warehouse.dir", os.path.join(base, "warehouse")).getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
 
 
 def _write(directory: str, name: str, k: list[int], v: list[int], t: int, d: list[int]) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from weir.compute.controller.dataflows import DataflowControl, InstalledDataflow
 from weir.compute.protocol import Message
-from weir.compute.replica.dataflow import DataflowSpec
+from weir.compute.replica.dataflow_spec import DataflowSpec
 from weir.compute.replica.linear import NotLinear, linear_rewrite
 from weir.errors import WeirError
 

@@ -46,7 +46,6 @@ def test_array_and_record_text_is_not_sparks_cast() -> None:
 
 
 @pytest.mark.parametrize("sql", [
-    "SELECT ARRAY[CAST(x AS interval)]::text FROM (VALUES ('1 day')) v(x)",  # interval's text on Spark
     "SELECT array_agg((x, 1))::text FROM (VALUES (1.5::float8)) v(x)",  # a float UDF in a lambda
     "SELECT ARRAY[(x, 1)] < ARRAY[(x, 2)] FROM (VALUES (1)) v(x)",  # records' NULL fields order
 ])

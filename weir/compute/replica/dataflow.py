@@ -31,7 +31,8 @@ the replica's peek threads). One step of its loop:
 
 The output shard must have the query's columns in order, and an upper <= as_of
 when the view is created (an upper > as_of means the shard already holds the
-view up to upper - 1: a replica starting late resumes from there).
+view up to upper - 1: a replica starting late resumes from there, after
+rebuilding its state from the inputs at upper - 1, a hydration like the first).
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any, Protocol
 
@@ -50,6 +51,11 @@ from weir.compute import protocol as P
 from weir.compute.replica import dataflow_io as io
 from weir.compute.replica import plan_ids, temporal
 from weir.compute.replica.dataflow_errors import ErrorStream, data_error, state_of
+from weir.compute.replica.dataflow_spec import (
+    LINEAR,
+    RECOMPUTE,
+    DataflowSpec,
+)
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import translate
 from weir.compute.replica.linear import NotLinear, linear_rewrite
@@ -64,67 +70,6 @@ log = logging.getLogger(__name__)
 TICK = 1.0
 MAX_BACKOFF = 10.0
 MAX_TIMES_PER_STEP = 16
-RECOMPUTE, LINEAR, ARRANGE = "recompute", "linear", "arrange"
-STRATEGIES = (RECOMPUTE, LINEAR, ARRANGE)
-# An index's export: {"keys": [column positions], "columns": [{"name", "pg_type"}],
-# "direct": true when it arranges one stored collection as is (no Spark)}.
-IndexExport = Mapping[str, Any]
-
-
-@dataclass(frozen=True)
-class InputSpec:
-    name: str  # the temp view the SQL reads
-    shard_id: str
-    column_names: tuple[str, ...] | None  # as the SQL names them (default: the shard's)
-
-
-@dataclass(frozen=True)
-class DataflowSpec:
-    dataflow_id: str
-    sql: str
-    inputs: tuple[InputSpec, ...]
-    output_shard_id: str
-    as_of: int
-    strategy: str
-    index: IndexExport | None = field(default=None, hash=False)
-    errors_shard_id: str | None = None  # where runtime errors go (None: retried like any failure)
-    thresholds_sql: str | None = None  # a temporal filter's flips (weir.compute.replica.temporal)
-    # the plan's nodes, pinned when the dataflow was first created (weir.compute.replica.plan_ids)
-    plan_nodes: tuple[PinnedNode, ...] | None = field(default=None, hash=False, compare=False)
-    # plan node -> rows per worker of its last completed hydration (hydration expectations)
-    row_counts: Mapping[int, list[int]] | None = field(default=None, hash=False, compare=False)
-
-    @classmethod
-    def from_body(cls, body: Mapping[str, Any]) -> DataflowSpec:
-        try:
-            inputs = []
-            for i in body.get("inputs") or []:
-                cols = i.get("columns")
-                names = tuple(str(c["name"]) for c in cols) if cols else None
-                inputs.append(InputSpec(str(i["name"]), str(i["shard_id"]), names))
-            output = body["output"]
-            index = output.get("index")
-            spec = cls(str(body["dataflow_id"]), str(body["sql"]), tuple(inputs),
-                       "" if index is not None else str(output["shard_id"]), int(body["as_of"]),
-                       str(body.get("strategy") or RECOMPUTE), dict(index) if index is not None else None,
-                       str(output["errors_shard_id"]) if output.get("errors_shard_id") else None,
-                       str(body["thresholds_sql"]) if body.get("thresholds_sql") else None,
-                       tuple(pinned) if (pinned := plan_ids.from_wire(body.get("plan_nodes"))) else None,
-                       P.row_counts_from_wire(body.get("row_counts")) or None)
-        except (KeyError, TypeError, ValueError) as e:
-            raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed CreateDataflow: {e!r}") from None
-        if spec.strategy not in STRATEGIES:
-            raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
-                            f"unknown dataflow strategy {spec.strategy!r}")
-        return spec
-
-    def same_definition(self, other: DataflowSpec) -> bool:
-        return (self.sql, self.inputs, self.output_shard_id, self.strategy, self.index,
-                self.errors_shard_id, self.thresholds_sql) == (
-            other.sql, other.inputs, other.output_shard_id, other.strategy, other.index,
-            other.errors_shard_id, other.thresholds_sql)
-
-
 class Host(Protocol):
     """What a dataflow needs from its replica (every method is thread-safe)."""
 
@@ -385,7 +330,10 @@ class Dataflow:
                 return False
             self._fenced_at = None
         if self.upper is None:
-            self._advance_to(self._out.frontiers().upper)
+            current = self._out.frontiers().upper
+            if current > self.spec.as_of:
+                self._rehydrate(current - 1)
+            self._advance_to(current)
         assert self.upper is not None
         upper = self._input_upper(self.upper)
         if upper <= self.upper:
@@ -460,6 +408,39 @@ class Dataflow:
                 _release(result)
         self._advance_to(upper)
         return more
+
+    def _rehydrate(self, t: int) -> None:
+        """The output already holds the view up to `t` (this replica restarted, was added,
+        or its peer wrote first): rebuild the dataflow's state from its inputs at `t`, as
+        Materialize rehydrates every dataflow on a new replica, so its operators run and
+        report (introspection, hydration status) before it says it is hydrated, and the
+        recompute strategy diffs against the query's result rather than the output read
+        back. Inputs compacted past `t`, or a query failing there: the output is read back
+        when needed, as before."""
+        result: Any = None
+        try:
+            plans = [inp.planner.plan(t + 1) for inp in self._inputs]
+            if any(p.frontiers.since > t for p in plans):
+                return
+            session = self.engine.new_session()
+            self._bind(session, plans, t)
+            query = temporal.query(session, self.spec.sql, t, self._thresholds is not None)
+            result = io.counted(query, self._schema).cache()
+            self._hydration_job(result)
+            result.count()
+        except Exception as e:
+            _release(result)
+            if self.engine.jvm_gone(e) or self._stop.is_set():
+                raise
+            log.info("dataflow %s: rehydration at %d failed (%s); reading the output back", self.spec.dataflow_id,
+                     t, e)
+            return
+        self.stats["computed"] += 1
+        self._drop_prev()
+        if self._linear_sql is None:
+            self._prev = result
+        else:
+            _release(result)
 
     def _data_error(self, e: Exception) -> WeirError | None:
         """The error to record as data, if `e` is one and this dataflow records errors."""

@@ -17,7 +17,8 @@ from typing import Any
 
 from weir.compute import protocol as P
 from weir.compute.replica import plan_ids
-from weir.compute.replica.dataflow import Dataflow, DataflowSpec
+from weir.compute.replica.dataflow import Dataflow
+from weir.compute.replica.dataflow_spec import DataflowSpec
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import translate
 from weir.compute.replica.index_dataflow import IndexDataflow

@@ -23,8 +23,9 @@ import pyarrow as pa
 
 from weir.compute.replica import dataflow_io as io
 from weir.compute.replica.arrangement import Arrangement, FastPath, NotFastPath, arranged_rows
-from weir.compute.replica.dataflow import ARRANGE, MAX_TIMES_PER_STEP, Dataflow
+from weir.compute.replica.dataflow import MAX_TIMES_PER_STEP, Dataflow
 from weir.compute.replica.dataflow_errors import ErrorLog, data_error
+from weir.compute.replica.dataflow_spec import ARRANGE
 from weir.compute.replica.errors import translate
 from weir.errors import SqlState, WeirError
 from weir.storage.persist import ShardStore
