@@ -30,6 +30,7 @@ from typing import Any
 from weir.codec import array as carr
 from weir.codec import datetime as cdt
 from weir.codec import interval as cinterval
+from weir.codec import interval_parse
 from weir.codec import interval_value as cinterval_value
 from weir.codec import json as cjson
 from weir.codec import numeric as cnum
@@ -199,7 +200,7 @@ _IN: dict[int, Callable[[str, PgType], Any]] = {
     _DATE: lambda s, t: cdt.date_in(s),
     _TIMESTAMP: lambda s, t: cdt.timestamp_in(s),
     _TIMESTAMPTZ: lambda s, t: cdt.timestamptz_in(s),
-    _INTERVAL: lambda s, t: cinterval.parse(s),
+    _INTERVAL: lambda s, t: interval_parse.parse(s),
     _UUID: _uuid_in,
     _BYTEA: _bytea_in,
     _INT2VECTOR: lambda s, t: [_int_in(x, BY_OID[_INT2]) for x in s.split()],
