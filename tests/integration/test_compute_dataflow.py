@@ -21,7 +21,8 @@ from weir import types as T
 from weir.compute.controller import ComputeController
 from weir.errors import WeirError
 from weir.orchestrator.process import ProcessOrchestrator
-from weir.storage.persist import Fenced, Shard, ShardStore
+from weir.storage.frontiers import Fenced
+from weir.storage.persist import Shard, ShardStore
 
 pytestmark = pytest.mark.integration
 

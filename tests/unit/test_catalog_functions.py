@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from weir.catalog.pg_types import format_name, type_rows
 from weir.sql import catalog_functions as cf
+from weir.sql.catalog_format_type import TYPE_NAMES, format_type_sql
 from weir.sql.dialect import Weir
 
 
@@ -18,7 +19,7 @@ def _rw(sql: str) -> exp.Expression:
 
 def test_type_names_are_pg_types() -> None:
     for row in type_rows(0, 0, 0):
-        assert cf._TYPE_NAMES[int(row[0])] == format_name(int(row[0]))
+        assert TYPE_NAMES[int(row[0])] == format_name(int(row[0]))
 
 
 def test_psql_operator_and_collation() -> None:
@@ -66,7 +67,7 @@ def test_rewritten_catalog_functions_run_in_process() -> None:
 
     # not yet: quote_ident's replace() (Spark's rendering reads back as regexp_replace), so
     # regclass names and quote_ident run on a replica
-    for sql in (f"SELECT {cf.format_type_sql('x', None)} FROM (SELECT 23 AS x, -1 AS y) s",):
+    for sql in (f"SELECT {format_type_sql('x', None)} FROM (SELECT 23 AS x, -1 AS y) s",):
         to_duckdb(to_spark(sqlglot.parse_one(sql, read=Weir)))
 
 

@@ -1,5 +1,6 @@
-"""weir.codec.interval: PostgreSQL 15's interval input (with typmod fields and precision),
-output and arithmetic. Every expected value here is PostgreSQL 15's own answer."""
+"""weir.codec.interval, interval_parse and interval_math: PostgreSQL 15's interval input
+(with typmod fields and precision), output and arithmetic. Every expected value here is
+PostgreSQL 15's own answer."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from weir.codec import interval as ci
 from weir.codec import interval_math as ci_math
+from weir.codec import interval_parse as ci_parse
 from weir.errors import WeirError
 
 PARSE = [
@@ -53,7 +55,7 @@ PARSE = [
 @pytest.mark.parametrize(("text", "fields", "precision", "expected"), PARSE)
 def test_parse_as_postgres(text: str, fields: tuple[str, ...] | None, precision: int | None, expected: str) -> None:
     try:
-        got = ci.out(ci.parse(text, frozenset(fields) if fields else None, precision))
+        got = ci.out(ci_parse.parse(text, frozenset(fields) if fields else None, precision))
     except WeirError as e:
         got = f"ERR {e.sqlstate}"
     assert got == expected
@@ -62,7 +64,7 @@ def test_parse_as_postgres(text: str, fields: tuple[str, ...] | None, precision:
 @pytest.mark.parametrize("value", ["1 year 2 mons 5 days 03:04:00", "-1 days +02:00:00", "-1 years -2 mons -00:00:00.5",
                                    "1 mon -1 days +2562047788:00:54.775807", "00:00:00"])
 def test_output_reads_back(value: str) -> None:
-    assert ci.out(ci.parse(value)) == value
+    assert ci.out(ci_parse.parse(value)) == value
 
 
 MUL = [  # (interval, factor, interval * factor, interval / factor)
@@ -76,30 +78,30 @@ MUL = [  # (interval, factor, interval * factor, interval / factor)
 
 @pytest.mark.parametrize(("value", "factor", "product", "quotient"), MUL)
 def test_mul_div_cascade_down(value: str, factor: float, product: str, quotient: str) -> None:
-    v = ci.parse(value)
+    v = ci_parse.parse(value)
     assert ci.out(ci_math.mul(v, factor)) == product
     assert ci.out(ci_math.div(v, factor)) == quotient
 
 
 def test_div_by_zero_and_range() -> None:
     with pytest.raises(WeirError) as e:
-        ci_math.div(ci.parse("1 day"), 0.0)
+        ci_math.div(ci_parse.parse("1 day"), 0.0)
     assert e.value.sqlstate == "22012"
     with pytest.raises(WeirError) as e:
-        ci_math.mul(ci.parse("1 year"), 1e9)
+        ci_math.mul(ci_parse.parse("1 year"), 1e9)
     assert e.value.sqlstate == "22008"
 
 
 def test_justify() -> None:
-    v = ci.parse("-3 mons 45 days 36:00:00")
+    v = ci_parse.parse("-3 mons 45 days 36:00:00")
     assert ci.out(ci_math.justify_interval(v)) == "-1 mons -13 days -12:00:00"
     assert ci.out(ci_math.justify_days(v)) == "-1 mons -15 days +36:00:00"
     assert ci.out(ci_math.justify_hours(v)) == "-3 mons +46 days 12:00:00"
 
 
 def test_equal_spans() -> None:
-    assert ci.parse("1 month") == ci.parse("30 days") == ci.parse("720 hours")
-    assert ci.parse("1 year") > ci.parse("359 days")
+    assert ci_parse.parse("1 month") == ci_parse.parse("30 days") == ci_parse.parse("720 hours")
+    assert ci_parse.parse("1 year") > ci_parse.parse("359 days")
 
 
 @pytest.mark.parametrize(("unit", "numeric", "double"), [
@@ -108,7 +110,7 @@ def test_equal_spans() -> None:
     ("month", Decimal(2), 2.0), ("quarter", Decimal(1), 1.0), ("year", Decimal(1), 1.0),
     ("milliseconds", Decimal("0.000"), 0.0)])
 def test_extract(unit: str, numeric: Decimal, double: float) -> None:
-    v = ci.parse("1 year 2 mons 5 days 03:04:00")
+    v = ci_parse.parse("1 year 2 mons 5 days 03:04:00")
     value, scale = ci_math.extract(unit, v)
     assert Decimal(value).scaleb(-scale) == numeric and str(Decimal(value).scaleb(-scale)) == str(numeric)
     assert ci_math.date_part(unit, v) == double
@@ -116,8 +118,8 @@ def test_extract(unit: str, numeric: Decimal, double: float) -> None:
 
 def test_extract_units_refused() -> None:
     with pytest.raises(WeirError) as e:
-        ci_math.extract("dow", ci.parse("1 day"))
+        ci_math.extract("dow", ci_parse.parse("1 day"))
     assert e.value.sqlstate == "22023"
     with pytest.raises(WeirError) as e:
-        ci_math.extract("week", ci.parse("1 day"))
+        ci_math.extract("week", ci_parse.parse("1 day"))
     assert e.value.sqlstate == "0A000"

@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from weir.adapter.system_reads import Engine
 from weir.sql import infer
-from weir.sql.catalog_functions import format_type_sql
+from weir.sql.catalog_format_type import format_type_sql
 from weir.sql.dialect import Weir
 from weir.sql.in_process import NotInProcess, to_duckdb
 from weir.sql.spark_dialect import WeirSpark

@@ -25,7 +25,7 @@ from weir import types as T
 from weir.errors import SqlState, WeirError
 from weir.storage import Fenced, ShardStore, UpperMismatch
 from weir.storage.consolidate import consolidate
-from weir.storage.persist import PROP_UPPER
+from weir.storage.frontiers import PROP_UPPER
 from weir.storage.schema import from_storage, iceberg_schema, storage_arrow_type
 
 UTC = datetime.UTC

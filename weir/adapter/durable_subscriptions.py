@@ -37,7 +37,7 @@ from weir.adapter import api, planning, privileges
 from weir.adapter.live_relation import LiveRelation
 from weir.catalog.builtins import by_name
 from weir.catalog.model import DURABLE_SUBSCRIPTION, Item
-from weir.codec import interval as cinterval
+from weir.codec import interval_parse
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 
@@ -59,7 +59,7 @@ def _now_ms() -> int:
 
 def _within_ms(text: str) -> int:
     try:
-        span = cinterval.parse(text).span()
+        span = interval_parse.parse(text).span()
     except WeirError:
         raise WeirError(SqlState.INVALID_PARAMETER_VALUE,
                         f'invalid ACKNOWLEDGE WITHIN: "{text}" is not an interval') from None

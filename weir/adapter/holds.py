@@ -23,7 +23,7 @@ from weir.adapter import api, privileges
 from weir.adapter.hold_lag import hold_lag
 from weir.catalog.builtins import by_name, hold_row
 from weir.catalog.model import HOLD, INDEX, MATERIALIZED_VIEW, SOURCE, TABLE, VIEW, Item, kind_label
-from weir.codec import interval as cinterval
+from weir.codec import interval_parse
 from weir.errors import SqlState, WeirError
 from weir.http import metrics
 from weir.sql import statements as st
@@ -41,7 +41,7 @@ HOLDS_RELATION = by_name("mz_catalog", "mz_holds")
 
 def _lag_ms(text: str) -> int:
     try:
-        span = cinterval.parse(text).span()
+        span = interval_parse.parse(text).span()
     except WeirError:
         raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'invalid MAX LAG: "{text}" is not an interval') from None
     if span <= 0:
@@ -446,7 +446,7 @@ RETAINABLE = (TABLE, SOURCE, MATERIALIZED_VIEW, INDEX)
 
 def retain_ms(text: str) -> int:
     try:
-        ms = cinterval.parse(text).span() // 1000
+        ms = interval_parse.parse(text).span() // 1000
     except WeirError:
         raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'invalid RETAIN HISTORY: "{text}" is not an interval') from None
     if ms < MIN_RETAIN_MS:

@@ -14,6 +14,7 @@ import struct
 
 from weir.codec import datetime_parse as dp
 from weir.codec import interval as cinterval
+from weir.codec import interval_parse
 from weir.errors import SqlState, WeirError
 
 UTC = dt.UTC
@@ -206,5 +207,5 @@ def timestamptz_in(s: str) -> dt.datetime:
 
 def parse_interval(s: str) -> dt.timedelta:
     """A timedelta from PostgreSQL interval input ('1 day 02:00:00', '2 hours', 'P1D', ...):
-    PostgreSQL's three fields (one parser, `interval.parse`), months counted as 30 days."""
-    return cinterval.flattened(cinterval.parse(s))
+    PostgreSQL's three fields (one parser, `interval_parse.parse`), months counted as 30 days."""
+    return cinterval.flattened(interval_parse.parse(s))

@@ -19,7 +19,7 @@ from typing import Any
 from weir.codec import datetime as cdt
 from weir.codec import datetime_fields as df
 from weir.codec import datetime_parse as dp
-from weir.codec import formatting
+from weir.codec import formatting, interval_parse
 from weir.codec import interval as cinterval
 from weir.codec import timezones as tzs
 from weir.codec import to_char as cto_char
@@ -175,7 +175,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "date_in": lambda s: str((cdt.date_in(s) - EPOCH.date()).days),
     "timestamp_in": lambda s: str(micros(cdt.timestamp_in(s))),
     "timestamptz_in": lambda s: str(micros(cdt.timestamptz_in(s))),
-    "interval_in": lambda s: _interval_fields(cinterval.parse(s)),
+    "interval_in": lambda s: _interval_fields(interval_parse.parse(s)),
     # timestamptz AT TIME ZONE z: the wall-clock reading there; timestamp AT TIME ZONE z: the instant
     "zone_tz": lambda zone, us: str(micros(tzs.local_of_utc(from_micros(int(us)), zone))),
     "zone_ts": lambda zone, us: str(micros(tzs.utc_of_local(from_micros(int(us)), zone))),

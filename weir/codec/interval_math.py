@@ -1,19 +1,20 @@
 """PostgreSQL's interval arithmetic on the three fields (interval_pl / _um / _mul / _div,
 justify_*, extract, date_part), exactly as PostgreSQL 15 computes it: what the
-coordinator's constant evaluator runs. Values, input and output: weir.codec.interval."""
+coordinator's constant evaluator runs. Values and output: weir.codec.interval; input:
+weir.codec.interval_parse."""
 
 from __future__ import annotations
 
 from weir.codec.interval import (
     INT32,
     INT64,
-    UNIT_WORDS,
     US_HOUR,
     US_MIN,
     USEC_PER_DAY,
     PgInterval,
     out_of_range,
 )
+from weir.codec.interval_parse import UNIT_WORDS
 from weir.errors import SqlState, WeirError
 
 

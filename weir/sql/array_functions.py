@@ -22,6 +22,7 @@ from sqlglot import exp
 from weir import codec
 from weir import types as T
 from weir.codec import interval as cinterval
+from weir.codec import interval_parse
 from weir.errors import SqlState, WeirError
 from weir.sql import infer, interval_sql
 from weir.sql.infer import Types
@@ -245,7 +246,7 @@ def date_bin(node: exp.Expression, types: Types) -> exp.Expression:
                      + (ot.name if ot is not None else "unknown"))
     text = _stride_literal(stride)
     if text is not None:
-        value = cinterval.parse(text)
+        value = interval_parse.parse(text)
         if value.months:
             return _bin_error(source, origin, _spark_timestamp(st), "0A000", "timestamps cannot be binned into intervals containing "
                                                        "months or years")

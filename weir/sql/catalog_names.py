@@ -2,7 +2,7 @@
 regclass or regnamespace (`format('%I.%I', s, t)::regclass`, Metabase's field sync;
 `quote_ident(s)::regnamespace`) or passed to has_table/schema/database_privilege
 (`'"' || schemaname || '"."' || tablename || '"'`, Metabase's table privileges). A
-constant name is resolved when the query is planned (weir.sql.catalog_functions); a
+constant name is resolved when the query is planned (weir.sql.catalog_oid_casts); a
 computed one is parsed per row here, in SQL: a relation name as PostgreSQL parses an
 identifier (`schema.name`, each part unquoted and folded to lower case or double-quoted
 with "" for a quote), looked up on the search path when unqualified, a schema or a

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.codec import datetime as cdt
-from weir.codec import datetime_ops, formatting
+from weir.codec import datetime_ops, formatting, interval_parse
 from weir.codec import interval as cinterval
 from weir.codec import interval_math as cinterval_math
 from weir.codec import numeric_math as nm
@@ -472,7 +472,7 @@ def _cast(e: exp.Cast) -> Value:
     if target is None or target.is_array:
         raise NotConstant
     if target.oid == T.INTERVAL.oid and isinstance(e.this, exp.Literal) and e.this.is_string:
-        return cinterval.parse(e.this.this), T.INTERVAL
+        return interval_parse.parse(e.this.this), T.INTERVAL
     v, t = _eval(e.this)
     if v is None:
         return None, target
@@ -482,7 +482,7 @@ def _cast(e: exp.Cast) -> Value:
             text = text[:target.length]
         return (text.rstrip(" ") if target.oid == T.BPCHAR.oid else text), target
     if target.oid == T.INTERVAL.oid and (isinstance(v, cinterval.PgInterval) or _textual(t)):
-        return (v if isinstance(v, cinterval.PgInterval) else cinterval.parse(v)), T.INTERVAL
+        return (v if isinstance(v, cinterval.PgInterval) else interval_parse.parse(v)), T.INTERVAL
     if isinstance(v, (dt.date, dt.datetime, dt.timedelta, cinterval.PgInterval)):
         raise NotConstant
     if t.oid in (T.FLOAT4.oid, T.FLOAT8.oid) and target.oid == T.NUMERIC.oid:

@@ -5,8 +5,9 @@
   (weir.codec.datetime_parse) in the replica's UDF `weir_datetime`, errors included;
 - AT TIME ZONE / timezone(): PostgreSQL's zone names. A constant zone Spark means the same
   by (a fixed abbreviation as its offset, an IANA region, UTC) stays Spark's
-  from_utc_timestamp (weir.sql.translate.at_time_zone); a dynamic abbreviation (MSK), a
-  POSIX zone or a zone from a column runs in the UDF; an unknown constant zone is 22023;
+  from_utc_timestamp (weir.sql.translate_datetime.at_time_zone); a dynamic abbreviation
+  (MSK), a POSIX zone or a zone from a column runs in the UDF; an unknown constant zone is
+  22023;
 - to_timestamp(double precision): the UDF (PostgreSQL's rounding and range errors).
 
 Values cross the UDF as days or microseconds since 1970 (weir.codec.datetime_ops)."""

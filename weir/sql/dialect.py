@@ -13,6 +13,7 @@ from sqlglot.helper import seq_get
 from sqlglot.tokens import TokenType
 
 from weir.codec import interval as cinterval
+from weir.codec import interval_parse
 from weir.errors import SqlState, WeirError
 from weir.sql import escapes
 
@@ -193,7 +194,7 @@ def _typmod_text(text: str, fields: frozenset[str] | None, precision: int | None
     `INTERVAL '1 2' DAY TO HOUR` is 1 day 2 hours, and lower fields are cut off)."""
     if precision is not None and precision > 6:
         precision = 6  # PostgreSQL warns and keeps 6
-    return cinterval.out(cinterval.parse(text, fields, precision))
+    return cinterval.out(interval_parse.parse(text, fields, precision))
 
 
 def _literal_typmod(node: exp.Expression) -> exp.Expression:

@@ -3,10 +3,10 @@
 Spark has functions of the same name as PostgreSQL's that compute something else
 (`log` is natural, `date_format('HH')` is 00-23, `collect_list` drops NULLs, `concat`
 of a NULL array is NULL ...). Every function and operator of a query passes here
-before Spark sees it: each is known to weir with its faithful Spark translation (here
-or in `weir.sql.translate`), or refused: 0A000 naming it when PostgreSQL has it, 42883
-as PostgreSQL says when it does not exist there either. weir never computes something
-other than what PostgreSQL computes.
+before Spark sees it: each is known to weir with its faithful Spark translation (here,
+in `weir.sql.translate` or in the modules beside it), or refused: 0A000 naming it when
+PostgreSQL has it, 42883 as PostgreSQL says when it does not exist there either. weir
+never computes something other than what PostgreSQL computes.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from weir.sql import (
     statistics,
     text_functions,
     to_char,
+    translate_arrays,
+    translate_datetime,
 )
 from weir.sql import translate as tr
 from weir.sql.infer import COLUMNS_META, Types
@@ -286,17 +288,18 @@ def _array_to_string(node: exp.Expression, types: Types) -> exp.Expression:
 
 _HANDLERS: dict[type, _Handler] = {
     exp.Log: tr.log, exp.Ln: tr.ln, exp.Exp: tr.exp_, exp.Sqrt: tr.sqrt, exp.Pow: tr.power,
-    exp.ArrayAgg: tr.array_agg, exp.ArrayConcat: tr.array_cat, exp.DPipe: tr.dpipe,
+    exp.ArrayAgg: translate_arrays.array_agg, exp.ArrayConcat: tr.array_cat, exp.DPipe: tr.dpipe,
     exp.Sum: tr.sum_, exp.Avg: tr.avg, exp.Sub: tr.sub, exp.Add: tr.interval_output,
     exp.Mul: tr.interval_output, exp.Div: tr.division, exp.Mod: tr.mod,
-    exp.Bracket: tr.subscript, exp.Extract: tr.extract, exp.Substring: tr.substring,
-    exp.Concat: tr.concat,
-    exp.ArraySize: tr.array_length, exp.Cast: tr.cast, exp.TimestampTrunc: tr.timestamp_trunc, exp.AtTimeZone: tr.at_time_zone,
+    exp.Bracket: translate_arrays.subscript, exp.Extract: translate_datetime.extract,
+    exp.Substring: tr.substring, exp.Concat: tr.concat,
+    exp.ArraySize: translate_arrays.array_length, exp.Cast: tr.cast,
+    exp.TimestampTrunc: translate_datetime.timestamp_trunc, exp.AtTimeZone: translate_datetime.at_time_zone,
     exp.WindowSpec: tr.window_spec, exp.Lead: tr.lead_lag, exp.Lag: tr.lead_lag,
     **{op: comparisons.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
     exp.Ordered: comparisons.ordered, exp.Min: comparisons.min_max, exp.Max: comparisons.min_max,
     **{op: comparisons.pattern_match for op in (exp.Like, exp.ILike, exp.RegexpLike, exp.RegexpILike)},
-    exp.Length: tr.length, exp.Array: tr.array_constructor, exp.ArrayToString: lambda n, t: _array_to_string(n, t),
+    exp.Length: tr.length, exp.Array: translate_arrays.array_constructor, exp.ArrayToString: lambda n, t: _array_to_string(n, t),
 }
 _HANDLERS.update(jsonb.handlers(_HANDLERS))  # jsonb (weir.sql.jsonb): its operators; ||, -, =, casts of jsonb
 _HANDLERS.update(jsonb_functions.HANDLERS)  # #-, jsonb_exists

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from weir import types as T
-from weir.codec import interval as cinterval
+from weir.codec import interval_parse
 from weir.sql import infer, udf_calls
 from weir.sql import interval_sets as set_operations
 from weir.sql import interval_sql as iv
@@ -79,7 +79,7 @@ def _operand(x: exp.Expression, types: Types) -> exp.Expression:
     """An operand beside an interval: an untyped string is PostgreSQL's interval_in of it;
     a value of another type is refused."""
     if isinstance(x, exp.Literal) and x.is_string:  # '30 days'
-        return interval_literal(cinterval.parse(x.this))
+        return interval_literal(interval_parse.parse(x.this))
     if not _is(x, types) and not isinstance(x, exp.Null) and types.of(x) is not None:
         raise refuse("comparison of an interval with a value of another type")
     return x
@@ -226,7 +226,7 @@ def cast(node: exp.Expression, types: Types) -> exp.Expression | None:
     if isinstance(node.this, (exp.Null, exp.Placeholder)):  # NULL::interval, a parameter's slot
         return exp.Cast(this=node.this.copy(), to=exp.DataType.build(T.INTERVAL_DDL, dialect="spark"))
     if isinstance(node.this, exp.Literal) and node.this.is_string:  # PostgreSQL's interval_in
-        return interval_literal(cinterval.parse(node.this.this))
+        return interval_literal(interval_parse.parse(node.this.this))
     if infer.is_text(types.of(node.this)) and to.this == exp.DataType.Type.INTERVAL and not to.expressions:
         return _interval_in(node.this)
     raise refuse(f"cast of {(types.of(node.this) or T.UNKNOWN).name} to interval on Spark")

@@ -21,8 +21,7 @@ from weir import codec
 from weir import types as T
 from weir.codec import json as cjson
 from weir.errors import SqlState, WeirError
-from weir.sql import infer, udf_calls
-from weir.sql import translate as tr
+from weir.sql import infer, translate_arrays, udf_calls
 from weir.sql.infer import Types
 from weir.sql.translate import refuse, spark_template
 
@@ -408,7 +407,7 @@ def _plain_aggregate(node: exp.Expression, name: str) -> None:
 
 def agg(node: exp.Expression, types: Types) -> exp.Expression:
     """jsonb_agg(x [ORDER BY ...]): NULLs are JSON nulls, no rows is NULL (collected as
-    array_agg collects, `weir.sql.translate.array_agg`)."""
+    array_agg collects, `weir.sql.translate_arrays.array_agg`)."""
     _plain_aggregate(node, "jsonb_agg")
     if len(node.expressions) != 1:
         raise no_function(node, types)
@@ -425,7 +424,7 @@ def agg(node: exp.Expression, types: Types) -> exp.Expression:
     element = call("value", value, exp.Literal.string(tag))
     collected = exp.ArrayAgg(this=element if order is None else exp.Order(this=element,
                                                                          expressions=order.expressions))
-    return call("agg", tr.array_agg(collected, types))
+    return call("agg", translate_arrays.array_agg(collected, types))
 
 
 def object_agg(node: exp.Expression, types: Types) -> exp.Expression:

@@ -11,7 +11,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir import types as T
-from weir.codec import interval as cinterval
+from weir.codec import interval_parse
 from weir.errors import SqlState, WeirError, runtime_marker
 from weir.sql.infer import jsonb_parameter_type
 from weir.sql.joins import group_comma_joins
@@ -441,8 +441,8 @@ def fold_typed_literals(expr: exp.Expression) -> exp.Expression:
     from weir import codec
 
     def fold(node: exp.Cast, target: PgType) -> exp.Expression:
-        if target.oid == T.INTERVAL.oid:  # PostgreSQL's interval_in (weir.codec.interval)
-            return literal(cinterval.parse(node.this.this), target)
+        if target.oid == T.INTERVAL.oid:  # PostgreSQL's interval_in (weir.codec.interval_parse)
+            return literal(interval_parse.parse(node.this.this), target)
         return literal(codec.decode_text(node.this.this.encode(), target), target)
 
     def visit(node: exp.Expression) -> exp.Expression:

@@ -2,7 +2,11 @@
 for the gate in `weir.sql.functions`. Each takes a node whose children are already
 translated and the query's inferred types, and returns Spark's equivalent or raises.
 Runtime errors PostgreSQL raises (log of zero, sqrt of a negative ...) are Spark
-raise_error() calls whose text the replica turns back into the PostgreSQL error."""
+raise_error() calls whose text the replica turns back into the PostgreSQL error.
+
+Arrays are translated in weir.sql.translate_arrays, date/time functions in
+weir.sql.translate_datetime; the building blocks here (spark_template, refuse, raise_sql)
+serve them and the other translation modules."""
 
 from __future__ import annotations
 
@@ -12,7 +16,6 @@ from sqlglot import exp
 from weir import types as T
 from weir.errors import SqlState, WeirError, runtime_marker
 from weir.sql import infer
-from weir.sql.dialect import ONE_BASED_INDEX
 from weir.sql.infer import Types
 
 
@@ -32,7 +35,7 @@ def _spark(template: str, **args: exp.Expression) -> exp.Expression:
     return tree.transform(put)
 
 
-spark_template = _spark  # for the other translation modules (text_functions, comparisons, regex)
+spark_template = _spark  # for the other translation modules (translate_arrays, comparisons, regex ...)
 refuse = _refuse
 
 
@@ -102,81 +105,6 @@ def power(node: exp.Expression, types: Types) -> exp.Expression:
         + " ELSE power({x}, {y}) END", x=node.this, y=node.expression)
 
 
-def array_agg(node: exp.Expression, types: Types) -> exp.Expression:
-    """PostgreSQL keeps NULL elements, returns NULL for no rows and honours ORDER BY."""
-    if isinstance(node.parent, (exp.Window, exp.Filter)):
-        raise _refuse("array_agg with OVER or FILTER")
-    arg = node.this
-    keys: list[exp.Ordered] = []
-    if isinstance(arg, exp.Order):
-        keys = list(arg.expressions)
-        arg = arg.this
-    if isinstance(arg, exp.Distinct):
-        raise _refuse("array_agg(DISTINCT ...)")
-    return _collected(arg, keys, types, empty=None)
-
-
-def _collected(arg: exp.Expression, keys: list[exp.Ordered], types: Types, *,
-               empty: str | None) -> exp.Expression:
-    """The values of `arg` over a group as an array, NULLs kept, in the order of `keys`;
-    `empty` (Spark SQL) for a group of no rows: NULL (array_agg), or an empty array."""
-    t = types.of(arg)
-    if t is not None and t.is_array:  # PostgreSQL makes a multidimensional array of them
-        raise _refuse("array_agg of arrays")
-    args = {"x": arg}
-    if not keys:
-        listed = "collect_list(named_struct('v', {x}))"
-        collected = f"transform({listed}, s -> s.v)"
-    else:
-        descs = {bool(k.args.get("desc")) for k in keys}
-        if len(descs) != 1:
-            raise _refuse("array_agg with ORDER BY keys in different directions")
-        desc = descs.pop()
-        fields = []
-        for i, k in enumerate(keys):
-            nulls_first = bool(k.args.get("nulls_first"))
-            # the null flag sorts first when NULLs come first in the key's direction
-            flag = "IS NULL" if nulls_first == desc else "IS NOT NULL"
-            fields.append(f"'n{i}', {{k{i}}} {flag}, 'k{i}', {{k{i}}}")
-            args[f"k{i}"] = k.this
-        listed = f"collect_list(named_struct({', '.join(fields)}, 'v', {{x}}))"
-        collected = f"transform(sort_array({listed}, {'false' if desc else 'true'}), s -> s.v)"
-    if empty is None:
-        return _spark(f"IF(size({listed}) = 0, NULL, {collected})", **args)
-    return _spark(f"coalesce({collected}, {empty})", **args)
-
-
-def array_subquery(node: exp.Expression, types: Types) -> exp.Expression:
-    """PostgreSQL's ARRAY(SELECT x FROM ... [ORDER BY k]), which Spark does not have: the
-    scalar subquery (SELECT <x's values in k's order> FROM ...), an empty array when it has
-    no rows. A subquery that groups, is DISTINCT, limits its rows or is a set operation
-    is refused."""
-    query = node.expressions[0]
-    query = query.this if isinstance(query, exp.Subquery) else query
-    if not isinstance(query, exp.Select) or len(query.expressions) != 1:
-        raise _refuse("ARRAY(subquery) of a query other than a single-column SELECT")
-    for arg in ("distinct", "group", "having", "limit", "offset", "qualify", "windows", "with_", "with"):
-        if query.args.get(arg):
-            raise _refuse(f"ARRAY(subquery) with {arg.rstrip('_').upper()}")
-    value = query.expressions[0]
-    value = value.this if isinstance(value, exp.Alias) else value
-    if any(isinstance(n, exp.AggFunc) for n in value.walk()):
-        raise _refuse("ARRAY(subquery) of an aggregate")
-    order = query.args.get("order")
-    keys = list(order.expressions) if order is not None else []
-    keys = [k.copy() for k in keys]
-    for k in keys:  # ORDER BY 1: the one column
-        if isinstance(k.this, exp.Literal):
-            if k.this.is_string or k.this.name != "1":
-                raise _refuse("ARRAY(subquery) ordered by a constant")
-            k.set("this", value.copy())
-    select = query.copy()
-    select.set("order", None)
-    collected = _collected(value.copy(), keys, types, empty="array()")
-    select.set("expressions", [exp.alias_(collected, "array", quoted=True)])
-    return exp.Subquery(this=select)
-
-
 def array_cat(node: exp.Expression, types: Types) -> exp.Expression:
     rest = node.expressions
     if len(rest) != 1:
@@ -220,25 +148,6 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
             node.set(key, cast(text, types) if t is not None and t.precision is None else text)
         elif t is not None and t.oid not in _TEXTISH:
             raise _refuse(f"operator || with an operand of type {t.name}")
-    return node
-
-
-def array_constructor(node: exp.Expression, types: Types) -> exp.Expression:
-    """ARRAY[...] of arrays is multidimensional in PostgreSQL: weir's arrays have one
-    dimension on Spark (it would make an array of arrays and print Spark's text of it)."""
-    if len(node.expressions) == 1 and isinstance(node.expressions[0], (exp.Select, exp.Subquery)):
-        return array_subquery(node, types)
-    if not node.expressions and not isinstance(node.parent, exp.Cast):
-        raise WeirError(SqlState.INDETERMINATE_DATATYPE, "cannot determine type of empty array",
-                        hint="Explicitly cast to the desired type, for example ARRAY[]::integer[].")
-    if not node.expressions and isinstance(node.parent, exp.Cast):
-        target = infer.datatype(node.parent.to)
-        if target is not None and target.name in ("oidvector", "int2vector"):  # one dimension, from 0
-            raise WeirError(SqlState.DATATYPE_MISMATCH, f"array is not a valid {target.name}")
-    for e in node.expressions:
-        t = types.of(e)
-        if isinstance(e, exp.Array) or (t is not None and t.is_array):
-            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported")
     return node
 
 
@@ -357,44 +266,6 @@ def mod(node: exp.Expression, types: Types) -> exp.Expression:
     return node
 
 
-def subscript(node: exp.Expression, types: Types) -> exp.Expression:
-    """a[i] is NULL out of bounds in PostgreSQL; Spark's ANSI mode raises."""
-    t = types.of(node.this)
-    if t is not None and not t.is_array:
-        raise _refuse(f"subscripting a value of type {t.name}")
-    if len(node.expressions) != 1 or isinstance(node.expressions[0], exp.Slice):
-        raise _refuse("array slices")
-    index = node.expressions[0]
-    # int2vector and oidvector (pg_index.indkey, pg_proc.proargtypes) count from 0 in
-    # PostgreSQL, every other array from 1
-    first = 0 if t is not None and t.oid in T.ZERO_BASED_ARRAYS else 1
-    if index.meta.get(ONE_BASED_INDEX):  # as written (sqlglot could not type it as an integer)
-        return _spark(f"CASE WHEN {{i}} >= {first} THEN try_element_at({{a}}, {{i}} + {1 - first}) END",
-                      a=node.this, i=index)
-    # sqlglot made the index 0-based already (the written one minus 1)
-    return _spark(f"CASE WHEN {{i}} >= {first - 1} THEN try_element_at({{a}}, {{i}} + {2 - first}) END",
-                  a=node.this, i=index)
-
-
-
-_EXTRACT = {"YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND", "QUARTER", "DOY", "WEEK"}
-
-
-_TIME_OF_DAY = {"HOUR", "MINUTE", "SECOND", "MILLISECONDS", "MICROSECONDS", "TIMEZONE", "TIMEZONE_HOUR",
-                "TIMEZONE_MINUTE"}
-
-
-def extract(node: exp.Expression, types: Types) -> exp.Expression:
-    field = node.this.name.upper()
-    if field in _TIME_OF_DAY and infer.is_date(types.of(node.expression)):
-        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f'unit "{field.lower()}" not supported for type date')
-    if field == "DOW":
-        return _spark("(dayofweek({x}) - 1)", x=node.expression)
-    if field not in _EXTRACT:
-        raise _refuse(f"EXTRACT({field.lower()} FROM ...)")
-    return node
-
-
 def substring(node: exp.Expression, types: Types) -> exp.Expression:
     """substring(s, start, len): PostgreSQL counts characters before position 1."""
     start, length = node.args.get("start"), node.args.get("length")
@@ -414,13 +285,6 @@ def concat(node: exp.Expression, types: Types) -> exp.Expression:
         if t is None or not infer.is_text(t):
             raise _refuse(f"function concat with an argument of type {t.name if t else 'unknown'}")
     return node
-
-
-def array_length(node: exp.Expression, types: Types) -> exp.Expression:
-    dim = node.args.get("expression")
-    if not (isinstance(dim, exp.Literal) and dim.this == "1"):
-        raise _refuse("array_length of a dimension other than 1")
-    return _spark("CASE WHEN size({a}) > 0 THEN size({a}) END", a=node.this)
 
 
 def pg_typeof(node: exp.Expression, types: Types) -> exp.Expression:
@@ -498,52 +362,6 @@ def _character(node: exp.Cast, target: T.PgType, types: Types) -> exp.Expression
     return exp.Cast(this=x, to=exp.DataType.build("STRING", dialect="spark"))
 
 
-def at_time_zone(node: exp.Expression, types: Types) -> exp.Expression:
-    """`timestamp AT TIME ZONE z` reads the wall-clock time in z and is a timestamptz;
-    `timestamptz AT TIME ZONE z` is the wall-clock time in z, a timestamp (sqlglot renders
-    both as from_utc_timestamp: the first went the wrong way). A wall-clock time that
-    happens twice (clocks set back) is the later instant, as in PostgreSQL (Spark's
-    to_utc_timestamp takes the earlier one)."""
-    source = types.of(node.this)
-    zone = node.args.get("zone")
-    if zone is None:
-        return node
-    if source is not None and source.oid in (T.TIMESTAMP.oid, T.DATE.oid):
-        wall = exp.Cast(this=node.this, to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark")) \
-            if source.oid == T.DATE.oid else node.this
-        return _later_when_repeated(_call("to_utc_timestamp", _ltz(wall), zone), zone)
-    if source is None or not infer.is_timestamp(source) and source.oid != T.UNKNOWN.oid:
-        raise _refuse(f"AT TIME ZONE of {source.name if source is not None else 'this expression'}")
-    # timestamptz (an untyped literal is read as one, as PostgreSQL does)
-    return exp.Cast(this=_call("from_utc_timestamp", _ltz(node.this), zone),
-                    to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
-
-
-def _later_when_repeated(instant: exp.Expression, zone: exp.Expression) -> exp.Expression:
-    """The later of the two instants a repeated wall-clock time names: when the zone's
-    offset a day later is smaller, and the instant shifted by the difference shows the same
-    wall-clock time, that one."""
-    off = "(unix_micros(from_utc_timestamp({c}, {z})) - unix_micros({c}))"
-    off_next = "(unix_micros(from_utc_timestamp({c} + INTERVAL 1 DAY, {z})) - unix_micros({c} + INTERVAL 1 DAY))"
-    later = f"timestamp_micros(unix_micros({{c}}) + {off} - {off_next})"
-    tree = _spark(f"CASE WHEN {off} > {off_next} AND from_utc_timestamp({later}, {{z}}) = from_utc_timestamp({{c}}, {{z}}) "
-                  f"THEN {later} ELSE {{c}} END", c=instant, z=zone)
-    for call in tree.find_all(exp.Anonymous):
-        call.meta["weir_literal"] = True  # weir's own Spark calls
-    return tree
-
-
-def _ltz(x: exp.Expression) -> exp.Expression:
-    return exp.Cast(this=x, to=exp.DataType.build("TIMESTAMP_LTZ", dialect="spark"))
-
-
-def _call(name: str, *args: exp.Expression) -> exp.Expression:
-    """A Spark function call as written (sqlglot's own classes add casts of their own)."""
-    call = exp.Anonymous(this=name, expressions=list(args))
-    call.meta["weir_literal"] = True  # weir's own Spark call: the function gate lets it pass
-    return call
-
-
 def lead_lag(node: exp.Expression, types: Types) -> exp.Expression:
     """lead/lag with a default: the result has the common type of the value and the
     default (PostgreSQL: lead(int, 1, -1.4) is numeric), Spark casts the default to the
@@ -569,41 +387,6 @@ def window_spec(node: exp.Expression, types: Types) -> exp.Expression:
         raise _refuse(f"window frame EXCLUDE {exclude.name.upper()}")
     if str(node.args.get("kind") or "").upper() == "GROUPS":
         raise _refuse("window frame in GROUPS mode")
-    return node
-
-
-# date_trunc's units: Spark's own, and those Spark answers NULL for (years per step,
-# counted as PostgreSQL counts them: the 1900s are the decade 1900-1909 but the 20th
-# century 1901-2000)
-_TRUNC_UNITS = {**{u: u for u in ("microsecond", "millisecond", "second", "minute", "hour", "day", "week",
-                                  "month", "quarter", "year")},
-                **{u + "s": u for u in ("microsecond", "millisecond", "second", "minute", "hour", "day", "week",
-                                        "month", "year")}}
-_TRUNC_YEARS = {"decade": (10, 0), "decades": (10, 0), "century": (100, 1), "centuries": (100, 1),
-                "millennium": (1000, 1), "millennia": (1000, 1), "millenniums": (1000, 1)}
-
-
-def timestamp_trunc(node: exp.Expression, types: Types) -> exp.Expression:
-    """date_trunc of a timestamp is a timestamp (Spark's is a timestamp with time zone;
-    the session's zone is UTC, so the cast back is exact). Decades, centuries and
-    millennia are computed (Spark gives NULL), an unknown unit is an error (Spark: NULL)."""
-    source = types.of(node.this)
-    ntz = source is not None and source.oid == T.TIMESTAMP.oid
-    if node.args.get("zone") is not None:  # was ignored: truncated in UTC
-        raise _refuse("date_trunc with a time zone argument")
-    unit_node = node.args.get("unit")
-    unit = unit_node.name.lower() if unit_node is not None else ""
-    if unit in _TRUNC_YEARS:
-        step, first = _TRUNC_YEARS[unit]
-        make = "make_timestamp_ntz" if ntz else "make_timestamp"
-        return _spark(f"{make}(CAST(floor((year({{x}}) - {first}) / {step}) * {step} + {first} AS INT), 1, 1, 0, 0, 0)",
-                      x=node.this)
-    if unit not in _TRUNC_UNITS:
-        what = source.name if source is not None else "timestamp"
-        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'unit "{unit}" not recognized for type {what}')
-    node.set("unit", exp.Var(this=_TRUNC_UNITS[unit].upper()))
-    if ntz:
-        return exp.Cast(this=node.copy(), to=exp.DataType.build("TIMESTAMP_NTZ", dialect="spark"))
     return node
 
 

@@ -1,14 +1,11 @@
-"""Shards ("persist") on Apache Iceberg: frontiers, compare-and-append, fencing, compaction.
+"""Shards ("persist") on Apache Iceberg: the store of shards, and a shard's
+compare-and-append, fencing, reads and compaction.
 
-One shard = one Iceberg table in namespace `weir`. Its `upper`, `since` and
-writer `epoch` are table properties, changed in the same Iceberg commit as the
-data they describe, so a commit is all-or-nothing: the catalog row flips to a
-metadata file that holds both, or to neither.
-
-Compare-and-append rests on a custom commit requirement (`_AssertFrontiers`).
-The SQL catalog validates requirements against the metadata it reloads at
-commit time and then swaps the catalog row only if it still points at that
-metadata; together that is an atomic compare-and-swap on the stored upper.
+One shard = one Iceberg table in namespace `weir`. Its `upper`, `since` and writer
+`epoch` are table properties, changed in the same Iceberg commit as the data they
+describe, so a commit is all-or-nothing: the catalog row flips to a metadata file that
+holds both, or to neither (weir.storage.frontiers). Compaction's rewrite is
+weir.storage.compaction's.
 """
 
 from __future__ import annotations
@@ -18,13 +15,10 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.conversions import from_bytes
 from pyiceberg.exceptions import (
@@ -38,17 +32,24 @@ from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan, LessThanOrE
 from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import Table
-from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.update import (
-    RemoveSnapshotsUpdate,
-    SetPropertiesUpdate,
-    ValidatableTableRequirement,
-)
 from pyiceberg.types import LongType
 
 from weir.errors import SqlState, WeirError
-from weir.storage import maintenance, spine
-from weir.storage.consolidate import consolidate, consolidate_retractions, expand
+from weir.storage import maintenance
+from weir.storage.compaction import CompactionResult, ShardCompaction
+from weir.storage.consolidate import consolidate, expand
+from weir.storage.frontiers import (
+    MAX_ATTEMPTS,
+    PROP_EPOCH,
+    PROP_SINCE,
+    PROP_UPPER,
+    AssertFrontiers,
+    Fenced,
+    Frontiers,
+    UpperMismatch,
+    commit_frontiers,
+    frontiers_of,
+)
 from weir.storage.schema import (
     DIFF_COL,
     TIME_COL,
@@ -58,47 +59,16 @@ from weir.storage.schema import (
     from_storage,
     iceberg_schema,
     legacy_forms,
-    physical_name,
     storage_schema,
     time_bounds,
     to_storage,
 )
-from weir.storage.txn import transaction
 
 log = logging.getLogger(__name__)
 
 NAMESPACE = "weir"
-PROP_UPPER = "weir.upper"
-PROP_SINCE = "weir.since"
-PROP_EPOCH = "weir.epoch"
 PROP_COLUMNS = "weir.columns"
-_MAX_ATTEMPTS = 8
 SWEEP_EVERY_S = 600.0  # the orphan sweep when compaction changed nothing
-
-
-@dataclass(frozen=True)
-class Frontiers:
-    since: int
-    upper: int
-    epoch: int
-
-
-class UpperMismatch(Exception):  # noqa: N818 - name fixed by the storage API
-    """A compare-and-append named an upper that is not the shard's current upper."""
-
-    def __init__(self, current: int, expected: int | None = None) -> None:
-        super().__init__(f"upper mismatch: expected {expected}, shard upper is {current}")
-        self.current = current
-        self.expected = expected
-
-
-class Fenced(Exception):  # noqa: N818 - name fixed by the storage API
-    """A writer of an older epoch than the shard has seen tried to write."""
-
-    def __init__(self, current_epoch: int, epoch: int | None = None) -> None:
-        super().__init__(f"writer epoch {epoch} fenced by epoch {current_epoch}")
-        self.current_epoch = current_epoch
-        self.epoch = epoch
 
 
 @dataclass
@@ -111,70 +81,7 @@ class ScanPlan:
     row_count: int = 0  # rows in the listed files (before filtering on as_of)
 
 
-@dataclass
-class CompactionResult:
-    committed: bool = False  # a rewrite was committed (False if nothing to do or lost a race)
-    since: int = 0
-    rows_before: int = 0
-    rows_after: int = 0
-    files_before: int = 0
-    files_after: int = 0
-    files_rewritten: int = 0
-    snapshots_expired: int = 0
-    files_removed: int = 0  # files deleted from the warehouse
-    gave_up: bool = False  # a concurrent commit won; retry later
-    detail: dict[str, int] = field(default_factory=dict)
-
-
-def frontiers_of(md: TableMetadata) -> Frontiers:
-    p = md.properties
-    return Frontiers(int(p.get(PROP_SINCE, "0")), int(p.get(PROP_UPPER, "0")), int(p.get(PROP_EPOCH, "0")))
-
-
 _NOT_LANDED = (UpperMismatch, Fenced, CommitFailedException, ValidationException, WeirError)
-
-
-class _AssertFrontiers(ValidatableTableRequirement):
-    """Commit requirement on the stored frontiers, checked against the catalog's current metadata."""
-
-    type: Literal["weir-assert-frontiers"] = "weir-assert-frontiers"
-    upper: int | None = None  # stored upper must equal this
-    max_epoch: int | None = None  # stored epoch must be <= this
-    since_below: int | None = None  # stored since must be < this
-
-    def validate(self, base_metadata: TableMetadata | None) -> None:
-        if base_metadata is None:
-            raise CommitFailedException("weir: shard is gone")
-        f = frontiers_of(base_metadata)
-        if self.max_epoch is not None and f.epoch > self.max_epoch:
-            raise CommitFailedException(f"weir: fenced by epoch {f.epoch}")
-        if self.upper is not None and f.upper != self.upper:
-            raise CommitFailedException(f"weir: upper is {f.upper}, expected {self.upper}")
-        if self.since_below is not None and f.since >= self.since_below:
-            raise CommitFailedException(f"weir: since is already {f.since}")
-
-
-def _commit(
-    txn_table: Table,
-    props: dict[str, str],
-    req: _AssertFrontiers,
-    files: list[DataFile],
-    expire: Sequence[int] = (),
-) -> None:
-    """One Iceberg commit: property changes, the requirement, (optionally) appended files and
-    snapshots to drop (piggybacked so metadata stays small without extra commits)."""
-    txn = transaction(txn_table)
-    txn._apply((SetPropertiesUpdate(updates=props),), (req,))
-    if expire:
-        txn._apply(
-            (RemoveSnapshotsUpdate(snapshot_ids=list(expire)),),
-            (maintenance.AssertSnapshotsExist(snapshot_ids=list(expire)),),
-        )
-    if files:
-        with txn.update_snapshot().merge_append() as app:
-            for f in files:
-                app.append_data_file(f)
-    txn.commit_transaction()
 
 
 class ShardStore:
@@ -250,7 +157,7 @@ class ShardStore:
         return sorted(ident[-1] for ident in self.catalog.list_tables(NAMESPACE))
 
 
-class Shard:
+class Shard(ShardCompaction):
     """A handle on one shard. Methods block; use one handle from one thread at a time."""
 
     def __init__(self, store: ShardStore, table: Table) -> None:
@@ -329,7 +236,7 @@ class Shard:
 
     def _append_files(self, files: list[DataFile], expected: int, new_upper: int, epoch: int) -> Frontiers:
         fresh = False
-        for _ in range(_MAX_ATTEMPTS):
+        for _ in range(MAX_ATTEMPTS):
             f = frontiers_of(self._table.metadata)
             if epoch < f.epoch or f.upper != expected:
                 if not fresh:  # our cached metadata may be stale; decide on the catalog's
@@ -346,7 +253,7 @@ class Shard:
                 self._table.metadata, self._store.grace_ms, int(time.time() * 1000)
             )
             try:
-                _commit(self._table, props, _AssertFrontiers(upper=expected, max_epoch=epoch), files, expire)
+                commit_frontiers(self._table, props, AssertFrontiers(upper=expected, max_epoch=epoch), files, expire)
                 return frontiers_of(self._table.metadata)
             except CommitFailedException as e:
                 # Lost a race. If the frontiers still match, the winner was compaction or
@@ -374,7 +281,7 @@ class Shard:
     def fence(self, epoch: int) -> Frontiers:
         """Record `epoch` as the shard's writer epoch without appending (fences older writers)."""
         with self._lock:
-            for _ in range(_MAX_ATTEMPTS):
+            for _ in range(MAX_ATTEMPTS):
                 f = frontiers_of(self._table.metadata)
                 if epoch < f.epoch:
                     self._refresh()
@@ -382,7 +289,7 @@ class Shard:
                     if epoch < f.epoch:
                         raise Fenced(f.epoch, epoch)
                 try:
-                    _commit(self._table, {PROP_EPOCH: str(epoch)}, _AssertFrontiers(max_epoch=epoch), [])
+                    commit_frontiers(self._table, {PROP_EPOCH: str(epoch)}, AssertFrontiers(max_epoch=epoch), [])
                     return frontiers_of(self._table.metadata)
                 except CommitFailedException:
                     self._refresh()
@@ -391,11 +298,11 @@ class Shard:
     def downgrade_since(self, since: int) -> None:
         """Allow compaction up to `since`. Monotonic: a lower value than the current one is ignored."""
         with self._lock:
-            for _ in range(_MAX_ATTEMPTS):
+            for _ in range(MAX_ATTEMPTS):
                 if since <= frontiers_of(self._table.metadata).since:
                     return  # cached since is never above the stored one
                 try:
-                    _commit(self._table, {PROP_SINCE: str(since)}, _AssertFrontiers(since_below=since), [])
+                    commit_frontiers(self._table, {PROP_SINCE: str(since)}, AssertFrontiers(since_below=since), [])
                     return
                 except CommitFailedException:
                     self._refresh()
@@ -516,86 +423,3 @@ class Shard:
                 self._swept_at = time.monotonic()
                 res.files_removed = maintenance.remove_unreferenced(self._table, grace_ms)
             return res
-
-    def _rewrite(self) -> CompactionResult:
-        """Merge the files at or below since that spine.merge_groups picks, each group into one
-        consolidated file, in one commit."""
-        table = self._table
-        since = frontiers_of(table.metadata).since
-        res = CompactionResult(since=since)
-        snap = table.current_snapshot()
-        if snap is None:
-            return res
-        all_files = [t.file for t in table.scan(snapshot_id=snap.snapshot_id).plan_files()]
-        res.files_before = res.files_after = len(all_files)
-        res.rows_before = res.rows_after = sum(f.record_count for f in all_files)
-        old = []
-        for df in all_files:
-            lo = (df.lower_bounds or {}).get(self._time_id)
-            if lo is None or from_bytes(LongType(), lo) <= since:
-                old.append(df)
-        groups = spine.merge_groups(old, lambda f: f.file_size_in_bytes)
-        if not groups:
-            return res
-        replaced = [df for group in groups for df in group]
-        new_files: list[DataFile] = []
-        rows_after = 0
-        for group in groups:
-            merged = self._merge(group, since)
-            rows_after += merged.num_rows
-            if merged.num_rows:
-                new_files += self._write_files(merged)
-        try:
-            self._commit_rewrite(replaced, new_files, since)
-        except (CommitFailedException, ValidationException) as e:
-            log.info("compaction of %s lost a race (%s); giving up for now", self.shard_id, e)
-            self._delete_files(new_files)
-            res.gave_up = True
-            return res
-        res.committed = True
-        res.files_rewritten = len(replaced)
-        res.files_after = len(all_files) - len(replaced) + len(new_files)
-        res.rows_after = res.rows_before - sum(f.record_count for f in replaced) + rows_after
-        return res
-
-    def _merge(self, files: list[DataFile], since: int) -> pa.Table:
-        """The files' updates, those at or below since forwarded to since and consolidated."""
-        data = self._read_files(files)
-        is_old = pc.less_equal(data[TIME_COL], since)
-        low, high = data.filter(is_old), data.filter(pc.invert(is_old))
-        low = low.set_column(
-            low.schema.get_field_index(TIME_COL), low.schema.field(TIME_COL),
-            pa.array([since] * low.num_rows, pa.int64()),
-        )
-        return pa.concat_tables([consolidate_retractions(low, [c[0] for c in self.columns]), high])
-
-    def _commit_rewrite(self, old: list[DataFile], new: list[DataFile], since: int) -> None:
-        """Replace `old` files by `new` ones, rebasing over appends that land meanwhile.
-
-        Appends only add files, so deleting `old` on top of them is still exact.
-        If some `old` file is gone (another compaction won), pyiceberg raises
-        ValidationException and we give up.
-        """
-        for attempt in range(_MAX_ATTEMPTS):
-            txn = transaction(self._table)
-            with txn.update_snapshot(snapshot_properties={"weir.compacted-to": str(since)}).overwrite() as ow:
-                for df in old:
-                    ow.delete_data_file(df)
-                for df in new:
-                    ow.append_data_file(df)
-            try:
-                txn.commit_transaction()
-                return
-            except CommitFailedException:
-                if attempt == _MAX_ATTEMPTS - 1:
-                    raise
-                self._refresh()
-
-    def _read_files(self, files: list[DataFile]) -> pa.Table:
-        fs, _ = maintenance.filesystem(self._table.location())
-        tables = []
-        for df in files:
-            _, path = maintenance.filesystem(df.file_path)
-            t = pq.read_table(path, filesystem=fs, columns=[physical_name(n) for n in self.arrow_schema.names])
-            tables.append(t.rename_columns(self.arrow_schema.names).cast(self.arrow_schema))
-        return pa.concat_tables(tables)

@@ -62,7 +62,8 @@ from weir.compute.replica.linear import NotLinear, linear_rewrite
 from weir.compute.replica.plan_ids import PinnedNode
 from weir.compute.replica.temporal import Thresholds
 from weir.errors import SqlState, WeirError
-from weir.storage.persist import Fenced, Shard, ShardStore, UpperMismatch
+from weir.storage.frontiers import Fenced, UpperMismatch
+from weir.storage.persist import Shard, ShardStore
 from weir.storage.schema import Column
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,8 @@ from collections import Counter
 
 from weir.errors import SqlState, WeirError, is_data_error
 from weir.storage import error_shards as es
-from weir.storage.persist import Shard, UpperMismatch
+from weir.storage.frontiers import UpperMismatch
+from weir.storage.persist import Shard
 
 States = list[tuple[int, "Counter[es.ErrorRow]"]]  # the errors at each computed time, ascending
 

@@ -24,8 +24,9 @@ from pyiceberg.types import LongType
 
 from weir.compute.replica.engine import query_expr, stored_ddl, stored_forms
 from weir.compute.replica.linear import DIFF, TIME
+from weir.storage.frontiers import Frontiers
 from weir.storage.maintenance import local_path
-from weir.storage.persist import Frontiers, Shard
+from weir.storage.persist import Shard
 from weir.storage.schema import DIFF_COL, TIME_COL, Column, from_storage, physical_name, to_storage
 
 N = "__weir_n"

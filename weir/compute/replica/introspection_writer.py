@@ -24,7 +24,8 @@ import pyarrow as pa
 
 from weir.compute import introspection as ci
 from weir.compute.replica.introspection_logs import IntrospectionLogs, shard_rows
-from weir.storage.persist import Fenced, ShardStore, UpperMismatch
+from weir.storage.frontiers import Fenced, UpperMismatch
+from weir.storage.persist import ShardStore
 
 log = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from weir.codec import interval as cinterval
+from weir.codec import interval_parse
 from weir.errors import SqlState, WeirError
 from weir.storage.sources import auction, counter, tpch
 from weir.storage.sources.common import Column, Relation
@@ -140,7 +141,7 @@ def parse_interval_us(text: Any) -> int:
     if not s:
         raise _bad("invalid TICK INTERVAL: empty interval")
     try:
-        value = cinterval.flattened(cinterval.parse(s))
+        value = cinterval.flattened(interval_parse.parse(s))
     except WeirError:
         raise _bad(f"invalid TICK INTERVAL: {s!r} is not an interval",
                    hint="Use an interval such as '1s', '500ms' or '2 minutes'.") from None
