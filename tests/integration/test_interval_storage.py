@@ -64,6 +64,11 @@ QUERIES = [
     "SELECT count(*) AS n, sum(extract(epoch FROM i)) AS e FROM (SELECT i FROM iv INTERSECT SELECT k FROM iv2) u",
     "SELECT i::text AS t FROM (SELECT i FROM iv EXCEPT SELECT k FROM iv2) u",
     "SELECT id, s::interval AS i, (s::interval * 2)::text AS t FROM ivs",
+    "SELECT id FROM iv WHERE i IN (SELECT k FROM iv2)",
+    "SELECT sum(i) FILTER (WHERE id > 2) AS s, avg(i) FILTER (WHERE id < 9) AS a, "
+    "max(i) FILTER (WHERE id > 4) AS m FROM iv",
+    "SELECT id, sum(i) OVER (ORDER BY id) AS s, avg(i) OVER (PARTITION BY id % 2) AS a, "
+    "min(i) OVER (PARTITION BY id % 2) AS m FROM iv",
 ]
 
 ORDERED = [

@@ -60,7 +60,7 @@ V = "(VALUES (1, INTERVAL '1 mon'), (2, INTERVAL '30 days')) v(id, i)"
 @pytest.mark.parametrize("sql", [
     f"SELECT i * 2, count(*) FROM {V} GROUP BY i * 2",
     f"SELECT array_agg(DISTINCT i) FROM {V}",
-    f"SELECT id FROM {V} WHERE i IN (SELECT i FROM {V})",
+    f"SELECT sum(DISTINCT i) FROM {V}",
 ])
 def test_refused_not_compared_as_structs(sql: str) -> None:
     with pytest.raises(WeirError) as e:

@@ -348,6 +348,8 @@ _INTERVAL_HANDLERS: dict[type, Callable[[exp.Expression, Types], exp.Expression 
     exp.Least: interval_ops.extreme, exp.Window: interval_ops.partition_by, exp.Count: interval_ops.count_distinct}
 for _node, _handler in _INTERVAL_HANDLERS.items():
     _HANDLERS[_node] = _interval_first(_HANDLERS.get(_node, _unhandled), _handler)
+for _node in (exp.Filter, exp.Window):  # an interval sum / avg whose fields took its FILTER / window
+    _HANDLERS[_node] = _interval_first(_HANDLERS.get(_node, _unhandled), interval_ops.unwrapped)
 for _node in (exp.Add, exp.Sub, exp.Mul, exp.Div):  # float overflow / underflow: 22003 (weir.sql.float_ops)
     _HANDLERS[_node] = float_ops.checked(_HANDLERS[_node])
 for _node in (exp.JustifyDays, exp.JustifyHours, exp.JustifyInterval):

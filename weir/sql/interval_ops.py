@@ -7,6 +7,8 @@ reaches a Spark operator that would read it as a plain struct."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlglot import exp
 
 from weir import types as T
@@ -93,8 +95,17 @@ def membership(node: exp.Expression, types: Types) -> exp.Expression | None:
     """x IN (a, b, ...) by span; IN (subquery) of intervals is refused."""
     if not _is(node.this, types):
         return None
-    if any(node.args.get(k) is not None for k in ("query", "unnest", "field")):
-        raise refuse("IN (subquery) of intervals")
+    if any(node.args.get(k) is not None for k in ("unnest", "field")):
+        raise refuse("IN (UNNEST) of intervals")
+    query = node.args.get("query")
+    if query is not None:  # x IN (SELECT i ...): the spans of the subquery's column
+        inner = query.this if isinstance(query, exp.Subquery) else query
+        source = exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier("_weir_in"),
+                                                               columns=[exp.to_identifier("_weir_i")]))
+        node.set("query", exp.Subquery(this=exp.Select(expressions=[iv.span(exp.column("_weir_i"))]).from_(
+            source, copy=False)))
+        node.set("this", iv.span(node.this))
+        return node
     node.set("this", iv.span(node.this))
     node.set("expressions", [_span_of(e, types) for e in node.expressions])
     return node
@@ -160,32 +171,79 @@ def order_key(key: exp.Expression) -> exp.Expression:
 
 
 def min_max(node: exp.Expression, types: Types) -> exp.Expression | None:
-    """min / max by span, keeping the fields of the value chosen."""
+    """min / max by span, keeping the fields of the value chosen (one aggregate: FILTER and
+    OVER apply to it as they are)."""
     if not _is(node.this, types):
         return None
-    _plain_aggregate(node, "min" if isinstance(node, exp.Min) else "max")
+    _not_distinct(node, "min" if isinstance(node, exp.Min) else "max")
     fn = "min_by" if isinstance(node, exp.Min) else "max_by"
     return exp.Anonymous(this=fn, expressions=[node.this, iv.span(node.this)])
 
 
 def sum_avg(node: exp.Expression, types: Types) -> exp.Expression | None:
-    """sum field by field (interval_pl, no cascade); avg is that sum / count (interval_div)."""
+    """sum field by field (interval_pl, no cascade); avg is that sum / count (interval_div).
+    Under FILTER or OVER each field's aggregate takes the same FILTER / window."""
     if not _is(node.this, types):
         return None
     name = "sum" if isinstance(node, exp.Sum) else "avg"
-    _plain_aggregate(node, name)
+    _not_distinct(node, name)
+    wrap = _wrapper(node, types)
     m, d, t = iv.fields(node.this)
-    total = iv.build(exp.Sum(this=m), exp.Sum(this=d),
-                     exp.Sum(this=exp.Cast(this=t, to=exp.DataType.build("DECIMAL(38,0)"))))
+    total = iv.build(wrap(exp.Sum(this=m)), wrap(exp.Sum(this=d)),
+                     wrap(exp.Sum(this=exp.Cast(this=t, to=exp.DataType.build("DECIMAL(38,0)")))))
     if isinstance(node, exp.Sum):
-        return total
-    count = exp.Anonymous(this="nullif", expressions=[exp.Count(this=node.this.copy()), exp.Literal.number(0)])
-    return iv.scale(total, count, "/")
+        out = total
+    else:
+        count = exp.Anonymous(this="nullif", expressions=[wrap(exp.Count(this=node.this.copy())),
+                                                          exp.Literal.number(0)])
+        out = iv.scale(total, count, "/")
+    if wrap is not _same:
+        out.meta[_WRAPPED] = True  # its FILTER / OVER is inside: unwrapped()
+    return out
 
 
-def _plain_aggregate(node: exp.Expression, name: str) -> None:
-    if isinstance(node.parent, (exp.Window, exp.Filter)) or isinstance(node.this, exp.Distinct):
-        raise refuse(f"{name} of intervals with OVER, FILTER or DISTINCT")
+_WRAPPED = "weir_interval_wrapped"
+
+
+def _same(e: exp.Expression) -> exp.Expression:
+    return e
+
+
+def _wrapper(node: exp.Expression, types: Types) -> Callable[[exp.Expression], exp.Expression]:
+    """How each field's aggregate takes the FILTER and the window `node` is under."""
+    layers: list[exp.Expression] = []
+    cur = node
+    while isinstance(cur.parent, (exp.Filter, exp.Window)) and cur.arg_key == "this":
+        layers.append(cur.parent)
+        cur = cur.parent
+    if not layers:
+        return _same
+
+    def wrap(aggregate: exp.Expression) -> exp.Expression:
+        out = aggregate
+        for layer in layers:
+            copy = layer.__class__(**{k: v.copy() if isinstance(v, exp.Expression) else
+                                      [x.copy() for x in v] if isinstance(v, list) else v
+                                      for k, v in layer.args.items() if k != "this"})
+            if isinstance(layer, exp.Window):  # PARTITION BY an interval: by its span
+                keys = layer.args.get("partition_by") or []
+                copy.set("partition_by", [iv.span(c) if _is(k, types) else c
+                                          for k, c in zip(keys, copy.args.get("partition_by") or [], strict=True)])
+            copy.set("this", out)
+            out = copy
+        return out
+
+    return wrap
+
+
+def unwrapped(node: exp.Expression, types: Types) -> exp.Expression | None:
+    """A FILTER or window around an interval sum / avg whose fields took it already."""
+    return node.this if node.this.meta.get(_WRAPPED) else None
+
+
+def _not_distinct(node: exp.Expression, name: str) -> None:
+    if isinstance(node.this, exp.Distinct):
+        raise refuse(f"{name}(DISTINCT) of intervals")
 
 
 def justify(node: exp.Expression, types: Types) -> exp.Expression:
