@@ -182,7 +182,7 @@ class Types:
         if isinstance(e, exp.Array):
             typed = [x for x in e.expressions if not isinstance(x, exp.Null)]
             inner = self._common(e) if typed else None
-            if typed and all(_is_unknown(self.of(x)) for x in typed) or e.expressions and not typed:
+            if (typed and all(_is_unknown(self.of(x)) for x in typed)) or (e.expressions and not typed):
                 inner = T.TEXT  # ARRAY['a', NULL], ARRAY[NULL]: text[], as PostgreSQL resolves unknowns
             return T.array_of(inner) if inner is not None and not inner.is_array else None
         if isinstance(e, exp.Tuple):  # a row constructor (a record); its NULLs and literals are text

@@ -92,7 +92,7 @@ def _span_of(x: exp.Expression, types: Types) -> exp.Expression:
 
 
 def membership(node: exp.Expression, types: Types) -> exp.Expression | None:
-    """x IN (a, b, ...) by span; IN (subquery) of intervals is refused."""
+    """x IN (a, b, ...) and x IN (SELECT ...) by span."""
     if not _is(node.this, types):
         return None
     if any(node.args.get(k) is not None for k in ("unnest", "field")):
@@ -146,7 +146,7 @@ def extreme(node: exp.Expression, types: Types) -> exp.Expression | None:
         return None
     greatest = isinstance(node, exp.Greatest)
     entries = [spark_template("named_struct('s', {s}, 'i', {i}, 'v', {v})", s=_span_of(a, types),
-                                 i=exp.Literal.number(-i if greatest else i), v=_operand(a, types))
+                              i=exp.Literal.number(-i if greatest else i), v=_operand(a, types))
                for i, a in enumerate(args)]
     chosen = "array_max" if greatest else "array_min"
     return iv.bind(exp.Array(expressions=entries), lambda v: iv.field(
