@@ -69,6 +69,10 @@ QUERIES = [
     "max(i) FILTER (WHERE id > 4) AS m FROM iv",
     "SELECT id, sum(i) OVER (ORDER BY id) AS s, avg(i) OVER (PARTITION BY id % 2) AS a, "
     "min(i) OVER (PARTITION BY id % 2) AS m FROM iv",
+    # GROUP BY an interval expression, its position or its name: by span
+    "SELECT extract(epoch FROM i * 2) AS e, count(*) AS n FROM iv GROUP BY i * 2",
+    "SELECT i * 0 AS z, count(*) AS n FROM iv GROUP BY 1",
+    "SELECT i - i AS z, count(*) AS n FROM iv GROUP BY z HAVING count(*) > 1",
 ]
 
 ORDERED = [

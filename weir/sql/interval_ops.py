@@ -7,6 +7,7 @@ reaches a Spark operator that would read it as a plain struct."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from sqlglot import exp
@@ -299,6 +300,7 @@ def _interval_in(text: exp.Expression) -> exp.Expression:
 
 
 _KEYS = "weir_interval_keys"  # Select meta: the interval columns it groups by (by span)
+_EXPRESSION_KEYS = "weir_interval_expression_keys"  # ... and the positions of its interval expressions
 _AGGREGATES = ("min_by", "max_by", "first", "collect_list")
 
 
@@ -342,26 +344,33 @@ def _note_keys(select: exp.Select, types: Types) -> None:
     if group is None:
         return
     keys: list[exp.Column] = []
+    expressions: list[tuple[int, int | None]] = []  # (group position, select item it names)
     for i, e in enumerate(list(group.expressions)):
         if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit() and 1 <= int(e.this) <= len(items):
             item = items[int(e.this) - 1]
             if _is(item, types):
                 col = _column_of(item)
-                if col is None:
-                    raise refuse("GROUP BY the position of an interval that is not a column")
+                if col is None:  # GROUP BY 2, an expression: grouped by its span (_regroup_expressions)
+                    expressions.append((i, int(e.this) - 1))
+                    continue
                 e = col.copy()
                 types.same_as(e, col)
                 group.expressions[i].replace(e)
         elif isinstance(e, exp.Column) and not e.table:
-            named = [x for x in items if isinstance(x, exp.Alias) and x.alias == e.name and _is(x, types)]
-            if named and _column_of(named[0]) is None:
-                raise refuse("GROUP BY the name of an interval result that is not a column")
+            named = [k for k, x in enumerate(items)
+                     if isinstance(x, exp.Alias) and x.alias == e.name and _is(x, types)]
+            if named and _column_of(items[named[0]]) is None:  # GROUP BY the name of an expression
+                expressions.append((i, named[0]))
+                continue
         if _is(e, types):
-            if not isinstance(e, exp.Column):
-                raise refuse("GROUP BY an interval expression that is not a column")
-            keys.append(e.copy())
+            if isinstance(e, exp.Column):
+                keys.append(e.copy())
+            else:
+                expressions.append((i, None))
     if keys:
         select.meta[_KEYS] = keys
+    if expressions:
+        select.meta[_EXPRESSION_KEYS] = expressions
 
 
 def regroup(tree: exp.Expression) -> exp.Expression:
@@ -369,6 +378,7 @@ def regroup(tree: exp.Expression) -> exp.Expression:
     column, and shows the first value of its group (PostgreSQL shows one of the equal
     spans' values too); references outside aggregates read that value."""
     for select in list(tree.find_all(exp.Select)):
+        _regroup_expressions(select)
         keys = select.meta.get(_KEYS)
         if not keys:
             continue
@@ -388,6 +398,37 @@ def regroup(tree: exp.Expression) -> exp.Expression:
                 if key_of(col) and not _in_aggregate(col, select):
                     col.replace(exp.Anonymous(this="first", expressions=[col.copy()]))
     return tree
+
+
+def _text(e: exp.Expression) -> str:
+    """An expression's SQL, its interval lambdas' variables unnumbered (interval_sql.bind
+    numbers them anew in each translation of the same expression)."""
+    return re.sub(r"_weir_iv\d+", "_weir_iv", e.sql())
+
+
+def _regroup_expressions(select: exp.Select) -> None:
+    """GROUP BY an interval expression groups by its span; the same expression outside an
+    aggregate (in the select list, HAVING or ORDER BY) shows its group's first value."""
+    positions = select.meta.get(_EXPRESSION_KEYS)
+    group = select.args.get("group")
+    if not positions or group is None:
+        return
+    texts = set()
+    for i, item in positions:
+        e = group.expressions[i]
+        if item is not None:  # a position or a name: the item's expression, as translated
+            named = select.expressions[item]
+            e.replace(iv.span((named.this if isinstance(named, exp.Alias) else named).copy()))
+            texts.add(_text(named.this if isinstance(named, exp.Alias) else named))
+            continue
+        texts.add(_text(e))
+        e.replace(iv.span(e.copy()))
+    for part in [*select.expressions, select.args.get("having"), select.args.get("order")]:
+        if part is None:
+            continue
+        for node in list(part.walk(bfs=True)):
+            if _text(node) in texts and not _in_aggregate(node, select) and node.parent is not None:
+                node.replace(exp.Anonymous(this="first", expressions=[node.copy()]))
 
 
 def _in_aggregate(node: exp.Expression, select: exp.Select) -> bool:
