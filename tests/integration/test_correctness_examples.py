@@ -263,7 +263,7 @@ SAME += ["SELECT f * 2, d / 3, d + f, d - 1e19, 'Infinity'::float8 * d FROM r2_f
 # an array of unknown literals and NULLs is text[] (it was refused as of no type)
 SAME += ["SELECT ARRAY['a', NULL]::text, ARRAY[NULL]::text, ARRAY['a,b', 'c d', 'e\"f', 'g\\h', '', NULL]::text, "
          "pg_typeof(ARRAY['a', NULL])::text, ARRAY[NULL, NULL]::text",
-         "SELECT ARRAY[CAST(x AS interval), NULL]::text FROM (VALUES ('1 mon 2 days'), (NULL)) v(x)"]
+         "SELECT ARRAY[CAST(x AS interval), NULL]::text FROM (VALUES ('1 mon 2 days'::text), (NULL)) v(x)"]
 
 # ... and their errors, as PostgreSQL's (SQLSTATE and message)
 SAME_ERROR = [

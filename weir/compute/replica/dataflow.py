@@ -31,8 +31,7 @@ the replica's peek threads). One step of its loop:
 
 The output shard must have the query's columns in order, and an upper <= as_of
 when the view is created (an upper > as_of means the shard already holds the
-view up to upper - 1: a replica starting late resumes from there, after
-rebuilding its state from the inputs at upper - 1, a hydration like the first).
+view up to upper - 1: a replica starting late resumes from there).
 """
 
 from __future__ import annotations
@@ -331,10 +330,7 @@ class Dataflow:
                 return False
             self._fenced_at = None
         if self.upper is None:
-            current = self._out.frontiers().upper
-            if current > self.spec.as_of:
-                self._rehydrate(current - 1)
-            self._advance_to(current)
+            self._advance_to(self._out.frontiers().upper)
         assert self.upper is not None
         upper = self._input_upper(self.upper)
         if upper <= self.upper:
@@ -409,39 +405,6 @@ class Dataflow:
                 _release(result)
         self._advance_to(upper)
         return more
-
-    def _rehydrate(self, t: int) -> None:
-        """The output already holds the view up to `t` (this replica restarted, was added,
-        or its peer wrote first): rebuild the dataflow's state from its inputs at `t`, as
-        Materialize rehydrates every dataflow on a new replica, so its operators run and
-        report (introspection, hydration status) before it says it is hydrated, and the
-        recompute strategy diffs against the query's result rather than the output read
-        back. Inputs compacted past `t`, or a query failing there: the output is read back
-        when needed, as before."""
-        result: Any = None
-        try:
-            plans = [inp.planner.plan(t + 1) for inp in self._inputs]
-            if any(p.frontiers.since > t for p in plans):
-                return
-            session = self.engine.new_session()
-            self._bind(session, plans, t)
-            query = temporal.query(session, self.spec.sql, t, self._thresholds is not None)
-            result = io.counted(query, self._schema).cache()
-            self._hydration_job(result)
-            result.count()
-        except Exception as e:
-            _release(result)
-            if self.engine.jvm_gone(e) or self._stop.is_set():
-                raise
-            log.info("dataflow %s: rehydration at %d failed (%s); reading the output back", self.spec.dataflow_id,
-                     t, e)
-            return
-        self.stats["computed"] += 1
-        self._drop_prev()
-        if self._linear_sql is None:
-            self._prev = result
-        else:
-            _release(result)
 
     def _data_error(self, e: Exception) -> WeirError | None:
         """The error to record as data, if `e` is one and this dataflow records errors."""
