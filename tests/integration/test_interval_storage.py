@@ -11,6 +11,7 @@ import time
 from decimal import Decimal
 from typing import Any
 
+import psycopg
 import pytest
 
 from tests.integration.both_servers import paired
@@ -73,6 +74,21 @@ QUERIES = [
     "SELECT extract(epoch FROM i * 2) AS e, count(*) AS n FROM iv GROUP BY i * 2",
     "SELECT i * 0 AS z, count(*) AS n FROM iv GROUP BY 1",
     "SELECT i - i AS z, count(*) AS n FROM iv GROUP BY z HAVING count(*) > 1",
+    # date_trunc of an interval: interval_trunc, each lower field truncated toward zero
+    "SELECT id, date_trunc('hour', i)::text AS h, date_trunc('day', i) AS d, date_trunc('quarter', i)::text AS q, "
+    "date_trunc('decade', i * 100)::text AS c, date_trunc('ms', i / 7)::text AS ms, "
+    "date_trunc('second', -i / 7) AS s, date_trunc('mon', i) AS mo, date_trunc('microseconds', i / 7) AS us FROM iv",
+    # DISTINCT inside sum / avg / min / max: distinct spans (no two values of one span differ here)
+    "SELECT sum(DISTINCT i)::text AS s, avg(DISTINCT i) AS a, max(DISTINCT i) AS m, "
+    "sum(DISTINCT i) FILTER (WHERE i > INTERVAL '0') AS f, count(*) AS n "
+    "FROM (SELECT i FROM iv WHERE id > 2 UNION ALL SELECT i FROM iv WHERE id > 3) u",
+]
+
+# each fails with PostgreSQL's SQLSTATE
+REFUSED_AS_POSTGRES = [
+    "SELECT date_trunc('week', i) FROM iv",
+    "SELECT date_trunc('foo', i) FROM iv",
+    "SELECT date_trunc('timezone', i) FROM iv",
 ]
 
 ORDERED = [
@@ -117,6 +133,17 @@ def test_order_by_span_as_postgres(both, sql: str, binary: bool) -> None:  # noq
         # equal spans ('1 mon', '30 days', '720 hours') sort together; id breaks the tie
         assert [tuple(map(str, r)) for r in cw.execute(sql).fetchall()] == \
             [tuple(map(str, r)) for r in cp.execute(sql).fetchall()]
+
+
+@pytest.mark.parametrize("sql", REFUSED_AS_POSTGRES)
+def test_errors_as_postgres(both, sql: str) -> None:  # noqa: ANN001
+    w, p = both
+    states = []
+    for conn in (w, p):
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(sql)
+        states.append((caught.value.sqlstate, str(caught.value).splitlines()[0]))
+    assert states[0] == states[1]
 
 
 def test_group_keeps_one_of_equal_spans(both) -> None:  # noqa: ANN001

@@ -59,12 +59,18 @@ V = "(VALUES (1, INTERVAL '1 mon'), (2, INTERVAL '30 days')) v(id, i)"
 
 @pytest.mark.parametrize("sql", [
     f"SELECT array_agg(DISTINCT i) FROM {V}",
-    f"SELECT sum(DISTINCT i) FROM {V}",
+    f"SELECT array_agg(DISTINCT i ORDER BY i) FROM {V}",
 ])
 def test_refused_not_compared_as_structs(sql: str) -> None:
     with pytest.raises(WeirError) as e:
         _spark(sql)
     assert e.value.sqlstate == "0A000"
+
+
+def test_distinct_sum_by_span() -> None:
+    """sum(DISTINCT i) keeps one value per span, not per (months, days, micros)."""
+    sql = _spark(f"SELECT sum(DISTINCT i), date_trunc('hour', i) FROM {V} GROUP BY 2")
+    assert "ARRAY_DISTINCT" in sql.upper() and "COLLECT_LIST" in sql.upper()
 
 
 def test_grouped_and_sorted_by_span() -> None:

@@ -340,6 +340,7 @@ for _node in (exp.Min, exp.Max):
 for _node in (exp.Sum, exp.Avg):
     _HANDLERS[_node] = _interval_first(_HANDLERS[_node], interval_ops.sum_avg)
 _HANDLERS[exp.Extract] = _interval_first(_HANDLERS[exp.Extract], interval_ops.extract)
+_HANDLERS[exp.TimestampTrunc] = _interval_first(_HANDLERS[exp.TimestampTrunc], interval_ops.date_trunc)
 _HANDLERS[exp.Cast] = _interval_first(_HANDLERS[exp.Cast], interval_ops.cast)
 _HANDLERS[exp.Neg] = interval_ops.neg
 _INTERVAL_HANDLERS: dict[type, Callable[[exp.Expression, Types], exp.Expression | None]] = {

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.codec import interval_parse
+from weir.errors import SqlState, WeirError
 from weir.sql import infer, udf_calls
 from weir.sql import interval_sets as set_operations
 from weir.sql import interval_sql as iv
@@ -174,20 +175,21 @@ def order_key(key: exp.Expression) -> exp.Expression:
 def min_max(node: exp.Expression, types: Types) -> exp.Expression | None:
     """min / max by span, keeping the fields of the value chosen (one aggregate: FILTER and
     OVER apply to it as they are)."""
-    if not _is(node.this, types):
+    value = _distinct_operand(node) or node.this  # DISTINCT changes no minimum
+    if not _is(value, types):
         return None
-    _not_distinct(node, "min" if isinstance(node, exp.Min) else "max")
     fn = "min_by" if isinstance(node, exp.Min) else "max_by"
-    return exp.Anonymous(this=fn, expressions=[node.this, iv.span(node.this)])
+    return exp.Anonymous(this=fn, expressions=[value, iv.span(value)])
 
 
 def sum_avg(node: exp.Expression, types: Types) -> exp.Expression | None:
     """sum field by field (interval_pl, no cascade); avg is that sum / count (interval_div).
     Under FILTER or OVER each field's aggregate takes the same FILTER / window."""
+    distinct = _distinct_operand(node)
+    if distinct is not None:
+        return _sum_avg_distinct(node, distinct, types) if _is(distinct, types) else None
     if not _is(node.this, types):
         return None
-    name = "sum" if isinstance(node, exp.Sum) else "avg"
-    _not_distinct(node, name)
     wrap = _wrapper(node, types)
     m, d, t = iv.fields(node.this)
     total = iv.build(wrap(exp.Sum(this=m)), wrap(exp.Sum(this=d)),
@@ -242,9 +244,43 @@ def unwrapped(node: exp.Expression, types: Types) -> exp.Expression | None:
     return node.this if node.this.meta.get(_WRAPPED) else None
 
 
-def _not_distinct(node: exp.Expression, name: str) -> None:
-    if isinstance(node.this, exp.Distinct):
-        raise refuse(f"{name}(DISTINCT) of intervals")
+def _distinct_operand(node: exp.Expression) -> exp.Expression | None:
+    d = node.this
+    if isinstance(d, exp.Distinct) and len(d.expressions) == 1:
+        return d.expressions[0]
+    return None
+
+
+def _sum_avg_distinct(node: exp.Expression, value: exp.Expression, types: Types) -> exp.Expression:
+    """sum / avg(DISTINCT interval): the values of distinct spans (of equal spans, one
+    value: PostgreSQL keeps whichever its sort puts first), summed field by field."""
+    wrap = _wrapper(node, types)
+    entry = spark_template("CASE WHEN {v} IS NULL THEN NULL ELSE named_struct('s', {s}, 'v', {v}) END",
+                           v=value, s=iv.span(value))
+    collected = wrap(exp.Anonymous(this="collect_list", expressions=[entry]))
+
+    def body(entries: exp.Expression) -> exp.Expression:
+        values = spark_template("transform(array_distinct(transform({e}, x -> x.s)), "
+                                "k -> filter({e}, x -> x.s = k)[0].v)", e=entries)
+        return iv.bind(values, lambda vs: _summed(vs, isinstance(node, exp.Avg)))
+
+    out = iv.bind(collected, body)
+    if wrap is not _same:
+        out.meta[_WRAPPED] = True
+    return out
+
+
+def _summed(values: exp.Expression, average: bool) -> exp.Expression:
+    """The field-by-field sum (or that sum / count) of an array of intervals; NULL if empty."""
+    def total(name: str, ddl: str) -> exp.Expression:
+        return spark_template(f"aggregate({{vs}}, CAST(0 AS {ddl}), (a, x) -> a + x.{name})", vs=values)
+
+    totals = spark_template("named_struct('m', {m}, 'd', {d}, 't', {t})", m=total("months", "BIGINT"),
+                            d=total("days", "BIGINT"), t=total("micros", "DECIMAL(38,0)"))
+    summed = iv.bind(totals, lambda v: iv.build(iv.field(v, "m"), iv.field(v, "d"), iv.field(v, "t")))
+    out = iv.scale(summed, spark_template("size({vs})", vs=values), "/") if average else summed
+    return spark_template(f"CASE WHEN size({{vs}}) = 0 THEN CAST(NULL AS {T.INTERVAL_DDL}) ELSE {{o}} END",
+                          vs=values, o=out)
 
 
 def justify(node: exp.Expression, types: Types) -> exp.Expression:
@@ -267,6 +303,44 @@ def extract(node: exp.Expression, types: Types) -> exp.Expression | None:
     if out is None:
         raise refuse(f"{'date_part' if date_part else 'EXTRACT'}({(name or 'this unit').lower()} of an interval)")
     return out
+
+
+# interval_trunc's units: each keeps its own field and those above it; the months of a
+# decade, a century and a millennium are whole multiples of their years (C's truncation)
+_TRUNC_MONTHS = {"millennium": 12000, "century": 1200, "decade": 120, "year": 12, "quarter": 3, "month": 1}
+_TRUNC_MICROS = {"day": None, "hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000,
+                 "millisecond": 1000, "microsecond": 1}
+
+
+def date_trunc(node: exp.Expression, types: Types) -> exp.Expression | None:
+    """date_trunc(unit, interval) as interval_trunc: the fields below the unit become zero,
+    each truncated toward zero (interval2itm); weeks and other units are 0A000 as there."""
+    if not _is(node.this, types):
+        return None
+    if node.args.get("zone") is not None:
+        raise refuse("date_trunc of an interval with a time zone argument")
+    unit_node = node.args.get("unit")
+    word = unit_node.name.lower() if isinstance(unit_node, (exp.Var, exp.Literal)) else ""
+    unit = interval_parse.UNIT_WORDS.get(word[:10])
+    if unit is None or unit in ("ago", "ignore"):
+        raise WeirError(SqlState.INVALID_PARAMETER_VALUE, f'unit "{word}" not recognized for type interval')
+    if unit not in _TRUNC_MONTHS and unit not in _TRUNC_MICROS:
+        hint = "Months usually have fractional weeks." if unit == "week" else None
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f'unit "{word}" not supported for type interval',
+                        detail=hint)
+
+    def body(v: exp.Expression) -> exp.Expression:
+        m, d, t = iv.fields(v)
+        zero = exp.Literal.number(0)
+        if unit in _TRUNC_MONTHS:
+            step = _TRUNC_MONTHS[unit]
+            months = m if step == 1 else spark_template(f"({{m}} - {{m}} % {step})", m=m)
+            return iv.build(months, zero, zero)
+        step = _TRUNC_MICROS[unit]
+        micros = zero if step is None else t if step == 1 else spark_template(f"({{t}} - {{t}} % {step})", t=t)
+        return iv.build(m, d, micros)
+
+    return iv.bind(node.this, body)
 
 
 def text(x: exp.Expression) -> exp.Expression:
@@ -308,14 +382,12 @@ def check(tree: exp.Expression, types: Types) -> exp.Expression:
     """Before the handlers: GROUP BY / DISTINCT on interval columns are noted, to group by
     span (regroup()); UNION / INTERSECT / EXCEPT of intervals become groupings by span
     (weir.sql.interval_sets); refused is what would compare, group or sort intervals as
-    Spark's structs: grouping by an interval expression, date_trunc, DISTINCT of intervals
-    in an aggregate other than count."""
+    Spark's structs: DISTINCT of intervals in an aggregate other than count, sum, avg, min and max."""
     for select in list(tree.find_all(exp.Select)):
         _note_keys(select, types)
-    for node in tree.find_all(exp.Distinct, exp.TimestampTrunc):
-        if isinstance(node, exp.TimestampTrunc) and _is(node.this, types):
-            raise refuse("date_trunc of an interval")
-        if (isinstance(node, exp.Distinct) and node.arg_key != "distinct" and not isinstance(node.parent, exp.Count)
+    for node in tree.find_all(exp.Distinct):
+        if (isinstance(node, exp.Distinct) and node.arg_key != "distinct"
+                and not isinstance(node.parent, (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max))
                 and any(_is(e, types) for e in node.expressions)):
             raise refuse("DISTINCT of intervals in an aggregate")
     return set_operations.by_span(tree, types)
