@@ -301,7 +301,10 @@ class Types:
         return None
 
     def _function(self, e: exp.Expression) -> PgType | None:  # noqa: C901 - a table of results
-        arg = self.of(e.this) if isinstance(e.args.get("this"), exp.Expression) else None
+        this = e.args.get("this")
+        if isinstance(this, exp.Distinct) and len(this.expressions) == 1:  # sum(DISTINCT x): x's type
+            this = this.expressions[0]
+        arg = self.of(this) if isinstance(this, exp.Expression) else None
         if isinstance(e, exp.WithinGroup):  # ordered-set aggregates (weir.sql.ordered_set)
             keys = e.expression.expressions if isinstance(e.expression, exp.Order) else []
             if isinstance(e.this, (exp.PercentileDisc, exp.Mode)):

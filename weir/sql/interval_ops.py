@@ -331,7 +331,7 @@ def date_trunc(node: exp.Expression, types: Types) -> exp.Expression | None:
 
     def body(v: exp.Expression) -> exp.Expression:
         m, d, t = iv.fields(v)
-        zero = exp.Literal.number(0)
+        zero = spark_template("({t} * 0)", t=t)  # NULL for a NULL interval (build() reads the time's)
         if unit in _TRUNC_MONTHS:
             step = _TRUNC_MONTHS[unit]
             months = m if step == 1 else spark_template(f"({{m}} - {{m}} % {step})", m=m)
