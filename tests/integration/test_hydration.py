@@ -56,6 +56,10 @@ def test_objects_hydrate_per_replica_and_again_after_a_restart(server: WeirServe
             # the other replica's stay; never two rows for one (object, replica)
             victim = replicas[1]
             (pid,) = server.replica_pids_of(victim)
+            operators = ("SELECT count(DISTINCT o.id) FROM mz_introspection.mz_dataflow_operators_per_worker_{r} o "
+                         "JOIN mz_introspection.mz_compute_exports_{r} e ON e.dataflow_id = o.dataflow_id "
+                         f"WHERE e.export_id = '{mv}'")
+            _wait(c, operators.format(r=victim), lambda rows: rows[0][0] > 3)  # it ran the view's plan
             before = c.execute(f"SELECT time_ns FROM mz_internal.mz_compute_hydration_times "
                                f"WHERE object_id = '{mv}' AND replica_id = '{victim}'").fetchone()[0]
             os.kill(pid, signal.SIGKILL)
@@ -68,8 +72,7 @@ def test_objects_hydrate_per_replica_and_again_after_a_restart(server: WeirServe
             rows = _wait(c, _statuses(mv), lambda rows: len(rows) == 2 and all(r[1] for r in rows), timeout=180)
             assert server.replica_pids_of(victim) - {pid}
             # per plan node too: each replica has its own rows, the restarted one's hydrated anew,
-            # under the plan node ids pinned when the view was created (its workers may differ:
-            # a replica resuming from the view's output may have nothing to recompute)
+            # under the plan node ids pinned when the view was created
             per_node = ("SELECT replica_id, bool_and(hydrated), count(DISTINCT plan_node_id), min(plan_node_id), "
                         "max(plan_node_id) FROM "
                         "mz_internal.mz_compute_operator_hydration_statuses_per_worker "
@@ -78,6 +81,9 @@ def test_objects_hydrate_per_replica_and_again_after_a_restart(server: WeirServe
             assert sorted(r[0] for r in nodes) == sorted(replicas)
             assert nodes[0][2:] == nodes[1][2:] and nodes[0][2] > 3
             assert dict((r[0], r[3]) for r in rows)[victim] != before  # a new hydration, timed anew
+            # the restarted replica rehydrated the view (its peer keeps the output current, and
+            # no input changed): the operators of the view's plan are in introspection again
+            _wait(c, operators.format(r=victim), lambda rows: rows[0][0] > 3, timeout=60)
             for relation in ("mz_compute_hydration_statuses", "mz_compute_hydration_times", "mz_hydration_statuses"):
                 assert c.execute(f"SELECT object_id, replica_id, count(*) FROM mz_internal.{relation} "
                                  "GROUP BY object_id, replica_id HAVING count(*) > 1").fetchall() == []

@@ -31,7 +31,10 @@ the replica's peek threads). One step of its loop:
 
 The output shard must have the query's columns in order, and an upper <= as_of
 when the view is created (an upper > as_of means the shard already holds the
-view up to upper - 1: a replica starting late resumes from there).
+view up to upper - 1: a replica starting late resumes from there, after rehydrating:
+it runs the job of a first hydration at upper - 1, the difference between the query's
+result and the output there, which is empty, so its operators run and report as
+Materialize's rehydrating replicas' do).
 """
 
 from __future__ import annotations
@@ -330,7 +333,10 @@ class Dataflow:
                 return False
             self._fenced_at = None
         if self.upper is None:
-            self._advance_to(self._out.frontiers().upper)
+            current = self._out.frontiers().upper
+            if current > self.spec.as_of:
+                self._rehydrate(current - 1)
+            self._advance_to(current)
         assert self.upper is not None
         upper = self._input_upper(self.upper)
         if upper <= self.upper:
@@ -405,6 +411,33 @@ class Dataflow:
                 _release(result)
         self._advance_to(upper)
         return more
+
+    def _rehydrate(self, t: int) -> None:
+        """The output already holds the view up to `t` (this replica restarted, was added,
+        or its peer wrote first): rebuild the dataflow from its inputs at `t` with the job
+        of a first hydration (the same plan, so each plan node's rows are what the last
+        hydration's were), diffed against the output there. Inputs compacted past `t`, or
+        a query failing there: the output is read back when needed, as before."""
+        plans = [inp.planner.plan(t + 1) for inp in self._inputs]
+        if any(p.frontiers.since > t for p in plans):
+            return
+        try:
+            updates, result = self._recompute(plans, [t], t + 1)
+        except Exception as e:
+            if self.engine.jvm_gone(e) or self._stop.is_set():
+                raise
+            log.info("dataflow %s: rehydration at %d failed (%s); reading the output back",
+                     self.spec.dataflow_id, t, e)
+            return
+        if updates.num_rows:  # the output is the view's at t: a difference is a bug to see
+            log.warning("dataflow %s: rehydrated at %d, its query differs from its output by %d updates",
+                        self.spec.dataflow_id, t, updates.num_rows)
+        self.stats["computed"] += 1
+        self._drop_prev()
+        if self._linear_sql is None:
+            self._prev = result
+        else:
+            _release(result)
 
     def _data_error(self, e: Exception) -> WeirError | None:
         """The error to record as data, if `e` is one and this dataflow records errors."""
