@@ -89,6 +89,7 @@ REFUSED_AS_POSTGRES = [
     "SELECT date_trunc('week', i) FROM iv",
     "SELECT date_trunc('foo', i) FROM iv",
     "SELECT date_trunc('timezone', i) FROM iv",
+    "SELECT sum(DISTINCT i) OVER (PARTITION BY id) FROM iv",
 ]
 
 ORDERED = [

@@ -73,6 +73,14 @@ def test_distinct_sum_by_span() -> None:
     assert "ARRAY_DISTINCT" in sql.upper() and "COLLECT_LIST" in sql.upper()
 
 
+@pytest.mark.parametrize("aggregate", ["sum", "avg", "min", "max"])
+def test_distinct_interval_aggregate_over_a_window_is_refused(aggregate: str) -> None:
+    """PostgreSQL: "DISTINCT is not implemented for window functions" (0A000)."""
+    with pytest.raises(WeirError) as e:
+        _spark(f"SELECT {aggregate}(DISTINCT i) OVER (PARTITION BY id) FROM {V}")
+    assert e.value.sqlstate == "0A000" and "window functions" in e.value.message
+
+
 def test_grouped_and_sorted_by_span() -> None:
     sql = _spark(f"SELECT i, count(*) FROM {V} GROUP BY i ORDER BY i")
     assert "GROUP BY ((CAST((i).months AS DECIMAL(38, 0)) * 30" in sql and "FIRST(i)" in sql

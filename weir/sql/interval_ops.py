@@ -245,10 +245,16 @@ def unwrapped(node: exp.Expression, types: Types) -> exp.Expression | None:
 
 
 def _distinct_operand(node: exp.Expression) -> exp.Expression | None:
+    """x of agg(DISTINCT x); under OVER it is PostgreSQL's 0A000, as there."""
     d = node.this
-    if isinstance(d, exp.Distinct) and len(d.expressions) == 1:
-        return d.expressions[0]
-    return None
+    if not (isinstance(d, exp.Distinct) and len(d.expressions) == 1):
+        return None
+    cur = node
+    while isinstance(cur.parent, (exp.Filter, exp.Window)) and cur.arg_key == "this":
+        if isinstance(cur.parent, exp.Window):
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "DISTINCT is not implemented for window functions")
+        cur = cur.parent
+    return d.expressions[0]
 
 
 def _sum_avg_distinct(node: exp.Expression, value: exp.Expression, types: Types) -> exp.Expression:
