@@ -67,7 +67,7 @@ def _default_name(session: Session, schema_id: str, on: str, keys: list[str] | N
 
 def _definition(session: Session, desc: RelationDesc, keys: list[tuple[str, int | None]]) -> dict[str, Any]:
     """What the dataflow runs: the collection itself (direct) or the view's query."""
-    columns = [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array else c.type.name,
+    columns = [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array else c.type.name if c.type.ndims <= 1 else c.type.exact_sql(),
                 "nullable": c.nullable} for c in desc.columns]
     if desc.view_sql is None:
         assert desc.shard_id is not None

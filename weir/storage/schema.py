@@ -154,7 +154,7 @@ def user_schema(columns: list[Column], with_time: bool = True) -> pa.Schema:
 
 def type_sql(t: PgType) -> str:
     """A type name `type_from_sql` reads back exactly (arrays keep numeric precision)."""
-    return type_sql(t.element) + "[]" if t.element is not None else t.sql()
+    return type_sql(t.element) + "[]" * max(1, t.ndims) if t.element is not None else t.sql()
 
 
 def type_from_sql(name: str) -> PgType:
