@@ -48,6 +48,14 @@ class PgType:
         return self.element is not None
 
     @property
+    def inner(self) -> PgType | None:
+        """The type of one item of the Spark array: a sub-array of a multidimensional array
+        (one dimension less), else the element type. None: not an array."""
+        if self.element is None or self.ndims <= 1:
+            return self.element
+        return with_ndims(self, self.ndims - 1)
+
+    @property
     def is_numeric(self) -> bool:
         """A number type (what a numeric literal compares with without a cast)."""
         return self.name in ("smallint", "integer", "bigint", "real", "double precision", "numeric",

@@ -109,3 +109,16 @@ def test_refused(sql: str, what: str) -> None:
     with pytest.raises(WeirError) as e:
         _spark(sql)
     assert e.value.sqlstate == "0A000" and what in str(e.value)
+
+
+def test_shards_and_replicas_read_nested_arrays() -> None:
+    """A materialized view's 2-D column: a list of lists in its shard, read back as it is
+    (smallint stored as int, cast element by element)."""
+    from weir.compute.replica.engine import query_expr, stored_ddl
+    from weir.storage.schema import storage_arrow_type
+
+    small = T.parse_type("smallint[][]")
+    assert stored_ddl(small) == "ARRAY<ARRAY<INT>>" and storage_arrow_type(small) == pa.list_(pa.list_(pa.int32()))
+    assert query_expr("c", small) == "transform(c, __x0 -> transform(__x0, __x1 -> CAST(__x1 AS SMALLINT)))"
+    assert small.inner == T.array_of(T.INT2) and T.array_of(T.INT2).inner == T.INT2
+    assert T.parse_type(small.exact_sql()) == small

@@ -191,13 +191,27 @@ class Types:
             inner = self._common(e) if typed else None
             if (typed and all(_is_unknown(self.of(x)) for x in typed)) or (e.expressions and not typed):
                 inner = T.TEXT  # ARRAY['a', NULL], ARRAY[NULL]: text[], as PostgreSQL resolves unknowns
-            if inner is not None and inner.is_array and inner.ndims >= T.MAXDIM:
-                return None
-            return T.array_of(inner) if inner is not None else None  # of arrays: one more dimension
+            if inner is not None and inner.is_array:  # of arrays: one more dimension
+                return self._sub_arrays(typed)
+            return T.array_of(inner) if inner is not None else None
         if isinstance(e, exp.Tuple):  # a row constructor (a record); its NULLs and literals are text
             return T.record_of(tuple(T.TEXT if isinstance(x, exp.Null) else _resolved(self.of(x))
                                      for x in e.expressions))
         return self._function(e)
+
+    def _sub_arrays(self, subs: list[exp.Expression]) -> PgType | None:
+        """ARRAY[...] of arrays: their element types' common type (ARRAY[[1], [2.5]] is
+        numeric[]), one more dimension than the first's."""
+        kinds = [self.of(x) for x in subs]
+        first = kinds[0]
+        if first is None or not first.is_array or first.ndims >= T.MAXDIM:
+            return None
+        element: PgType | None = None
+        for k in kinds:
+            element = promote(element, k.element if k is not None and k.is_array else k)
+        if element is None or element.is_array:
+            return None
+        return T.array_of(T.with_ndims(T.array_of(element), first.ndims))
 
     def _common(self, e: exp.Expression) -> PgType | None:
         if isinstance(e, exp.Case):

@@ -12,16 +12,22 @@ from sqlglot import exp
 from weir import types as T
 from weir.codec.interval import PgInterval
 from weir.codec.interval_value import to_pg
+from weir.errors import SqlState, WeirError
 from weir.types import PgType
 
 
-def literal(value: Any, t: PgType) -> exp.Expression:
-    """A typed SQL literal that means `value` of type `t` in both Postgres and Spark SQL."""
+def literal(value: Any, t: PgType, *, parameter: bool = False) -> exp.Expression:
+    """A typed SQL literal that means `value` of type `t` in both Postgres and Spark SQL. An
+    array literal has its value's dimensions; a `parameter`'s must be its slot's (the query
+    was translated for them)."""
     if value is None:
         return exp.Cast(this=exp.Null(), to=exp.DataType.build(t.spark_ddl, dialect="spark"))
     if t.is_array:
         assert t.element is not None
-        t = value_type(value, t)
+        typed = value_type(value, t)
+        if parameter and typed.ndims != t.ndims:
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "multidimensional array parameters are not supported")
+        t = typed
         inner = T.with_ndims(t, t.ndims - 1) if t.ndims > 1 else t.element
         arr = exp.Array(expressions=[_untyped(literal(v, inner)) if t.ndims > 1 else literal(v, inner)
                                      for v in value])

@@ -18,10 +18,12 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.errors import SqlState
+from weir.sql import infer
 from weir.sql.dialect import ONE_BASED_INDEX
 from weir.sql.infer import Types
 from weir.sql.translate import raise_sql, refuse, spark_template
 
+_NUMBERS = frozenset({T.INT2.oid, T.INT4.oid, T.INT8.oid, T.NUMERIC.oid, T.FLOAT4.oid, T.FLOAT8.oid})
 _MISMATCH = "multidimensional arrays must have array expressions with matching dimensions"
 
 
@@ -96,14 +98,20 @@ def constructor(node: exp.Expression, types: Types) -> exp.Expression | None:
     if any(t is None or not t.is_array for t in kinds):
         raise refuse("ARRAY[...] of arrays and other values")
     d = {t.ndims for t in kinds if t is not None}
-    elements = {t.element.oid for t in kinds if t is not None and t.element is not None}
-    if len(d) != 1 or len(elements) != 1:
+    result = types.of(node)
+    if len(d) != 1 or result is None or result.element is None:
         raise refuse("ARRAY[...] of arrays of different dimensions or element types")
+    for e in node.expressions:  # of the common element type (ARRAY[[1], [2.5]]: numeric)
+        t = types.of(e)
+        if t is not None and t.element is not None and t.element.oid != result.element.oid:
+            if not (infer.promote(t.element, result.element) is result.element and t.element.oid in _NUMBERS):
+                raise refuse("ARRAY[...] of arrays of different element types")
+            cast = exp.Cast(this=e.copy(), to=exp.DataType.build(T.with_ndims(result, t.ndims).spark_ddl, dialect="spark"))
+            types.assign(cast, T.with_ndims(result, t.ndims))
+            e.replace(cast)
     if _static_dims(node, types) is not None:
         return node  # constants of matching lengths: nothing to check when the row is computed
     (sub,) = d
-    result = types.of(node)
-    assert result is not None
     # the sub-arrays bound once to a lambda's variable (a nested constructor's check would
     # otherwise be written out once per use, exponentially)
     whole, each = "_weir_ms", "_weir_m"

@@ -62,8 +62,8 @@ _STORED_AS: dict[str, pa.DataType] = {
 
 def storage_arrow_type(t: PgType) -> pa.DataType:
     """The Arrow type a column of PgType `t` has in a shard's Parquet files."""
-    if t.element is not None:
-        return pa.list_(storage_arrow_type(t.element))
+    if t.inner is not None:  # of a multidimensional array: its sub-arrays'
+        return pa.list_(storage_arrow_type(t.inner))
     if t.stored_as:
         try:
             return _STORED_AS[t.stored_as]
