@@ -6,6 +6,7 @@ sub-arrays of different lengths; 0A000 for what weir does not compute as Postgre
 
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 from typing import Any
 
@@ -199,3 +200,29 @@ def test_parameters_refused(both, binary: bool) -> None:  # noqa: ANN001
         assert cp.execute(sql, [value]).fetchall() == [(value,)]
         with pytest.raises(psycopg.errors.FeatureNotSupported):
             cw.execute(sql, [value])
+
+
+def test_index_lookup_and_subscribe(both, server: WeirServer) -> None:  # noqa: ANN001
+    """An index keyed by a 2-D column answers `=` lookups as PostgreSQL (same dimensions and
+    elements); SUBSCRIBE sends 2-D values in PostgreSQL's text."""
+    w, p = both
+    w.execute("CREATE VIEW md_idx AS SELECT id, ARRAY[a, b] AS m FROM ma")
+    w.execute("CREATE INDEX md_idx_m ON md_idx (m)")
+    try:
+        inner = "(SELECT id, ARRAY[a, b] AS m FROM ma) s"
+        wheres = ("m = '{{1,2},{3,4}}'::int[]", "m = ARRAY[[5,NULL],[7,8]]", "m = '{}'::int[]", "m <> ARRAY[[1,2],[3,4]]")
+        for hydrated in (False, True):  # then read from the index's arrangement
+            if hydrated:
+                time.sleep(3)
+            for where in wheres:
+                sql = "SELECT id, m FROM {} WHERE " + where
+                want = _text(p.execute(sql.replace("{}", inner, 1)).fetchall())
+                assert _text(w.execute(sql.replace("{}", "md_idx", 1)).fetchall()) == want, where
+        with server.connect() as c:
+            c.execute("BEGIN")
+            c.execute("DECLARE cur CURSOR FOR SUBSCRIBE (SELECT id, ARRAY[a, b]::text AS t FROM ma WHERE id < 3)")
+            rows = c.execute("FETCH ALL cur WITH (timeout = '5s')").fetchall()
+            c.execute("COMMIT")
+        assert sorted((r[2], r[3]) for r in rows) == [(1, "{{1,2},{3,4}}"), (2, "{{5,NULL},{7,8}}")]
+    finally:
+        w.execute("DROP VIEW IF EXISTS md_idx CASCADE")
