@@ -207,13 +207,17 @@ def bounds(node: exp.Expression, types: Types) -> exp.Expression:
     """array_length / array_lower / array_upper (a, n): NULL for an empty or NULL array or
     a dimension it does not have; int2vector and oidvector count from 0."""
     name = "array_length" if isinstance(node, exp.ArraySize) else node.name.lower()
+    dim = _dimension(node)
+    if name == "array_length" and types.of(node.this) is None and isinstance(dim, exp.Literal) and dim.this == "1":
+        # an array inference lost the type of (weir's own catalog arrays): its first dimension
+        return spark_template("CASE WHEN size({a}) > 0 THEN size({a}) END", a=node.this)
     a, t = _array_arg(node, types, name)
     d = max(1, t.ndims)
     lower = 0 if t.oid in T.ZERO_BASED_ARRAYS else 1
     value = {"array_length": "element_at({dims}, {n})", "array_lower": str(lower),
              "array_upper": f"element_at({{dims}}, {{n}}) + {lower - 1}"}[name]
     return spark_template(f"CASE WHEN size({{a}}) > 0 AND {{n}} BETWEEN 1 AND {d} THEN {value} END",
-                          a=a, n=_dimension(node), dims=_dims(a, d))
+                          a=a, n=dim, dims=_dims(a, d))
 
 
 def array_ndims(node: exp.Expression, types: Types) -> exp.Expression:
@@ -232,9 +236,11 @@ def array_dims(node: exp.Expression, types: Types) -> exp.Expression:
 
 def cardinality(node: exp.Expression, types: Types) -> exp.Expression:
     """The number of elements of all dimensions (0 for an empty array)."""
-    a, t = _array_arg(node, types, "cardinality")
-    if t.ndims <= 1:
-        return node
+    a = node.expressions[0] if len(node.expressions) == 1 else node
+    t = types.of(a)
+    if not is_multidim(t):
+        return node  # Spark's cardinality of a one-dimensional array (or of one inference lost)
+    assert t is not None
     return exp.Anonymous(this="cardinality", expressions=[_flat(a, t.ndims)])
 
 
