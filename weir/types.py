@@ -39,10 +39,21 @@ class PgType:
     precision: int | None = None
     scale: int | None = None
     fields: tuple[PgType | None, ...] | None = field(default=None, compare=False)  # for records
+    # an array's dimensions on Spark (ARRAY<ARRAY<INT>> is a 2-D int[]): PostgreSQL's int[] has
+    # no fixed count, so every count is the same PostgreSQL type (oid, name, element)
+    ndims: int = 0
 
     @property
     def is_array(self) -> bool:
         return self.element is not None
+
+    @property
+    def inner(self) -> PgType | None:
+        """The type of one item of the Spark array: a sub-array of a multidimensional array
+        (one dimension less), else the element type. None: not an array."""
+        if self.element is None or self.ndims <= 1:
+            return self.element
+        return with_ndims(self, self.ndims - 1)
 
     @property
     def is_numeric(self) -> bool:
@@ -58,6 +69,13 @@ class PgType:
         if self.oid == 1042:
             return "bpchar"  # `character` alone is character(1)
         return self.name
+
+    def exact_sql(self) -> str:
+        """sql(), with as many `[]` as the array has dimensions on Spark: what a catalog or a
+        dataflow's column spec keeps, so that parse_type reads the same Spark type back."""
+        if self.ndims <= 1 or self.element is None:
+            return self.sql()
+        return self.element.sql() + "[]" * self.ndims
 
     @property
     def length(self) -> int | None:
@@ -102,8 +120,8 @@ _CATALOG: list[PgType] = [
     PgType("regproc", 24, 4, 1008, "STRING", pa.string()),
     PgType("pg_node_tree", 194, -1, 0, "STRING", pa.string()),
     PgType("aclitem", 1033, 12, 1034, "STRING", pa.string()),
-    PgType("int2vector", 22, -1, 1006, "ARRAY<SMALLINT>", pa.list_(pa.int16()), element=_INT2_BASE),
-    PgType("oidvector", 30, -1, 1013, "ARRAY<INT>", pa.list_(pa.int32()), element=_OID_BASE),
+    PgType("int2vector", 22, -1, 1006, "ARRAY<SMALLINT>", pa.list_(pa.int16()), element=_INT2_BASE, ndims=1),
+    PgType("oidvector", 30, -1, 1013, "ARRAY<INT>", pa.list_(pa.int32()), element=_OID_BASE, ndims=1),
 ]
 _BASE += _CATALOG
 # int2vector and oidvector subscripts count from 0 in PostgreSQL, every other array's from 1
@@ -125,11 +143,32 @@ _ALIASES = {
 }
 
 
+MAXDIM = 6  # PostgreSQL's limit on an array's dimensions
+
+
 def array_of(element: PgType) -> PgType:
+    """The array of `element`; of an array, the same PostgreSQL array type with one more
+    dimension (a nested list on Spark and in Arrow). int2vector[] and oidvector[] are
+    types of their own."""
+    if element.is_array and element.oid not in ZERO_BASED_ARRAYS:
+        if element.ndims >= MAXDIM:
+            raise WeirError(SqlState.PROGRAM_LIMIT_EXCEEDED, f"number of array dimensions ({element.ndims + 1}) "
+                            f"exceeds the maximum allowed ({MAXDIM})")
+        return replace(element, spark_ddl=f"ARRAY<{element.spark_ddl}>", arrow=pa.list_(element.arrow),
+                       ndims=element.ndims + 1)
     return PgType(
         f"{element.name}[]", element.array_oid, -1, 0, f"ARRAY<{element.spark_ddl}>",
-        pa.list_(element.arrow), element=element,
+        pa.list_(element.arrow), element=element, ndims=1,
     )
+
+
+def with_ndims(t: PgType, ndims: int) -> PgType:
+    """Array type `t` with `ndims` dimensions (of its element type)."""
+    assert t.element is not None
+    out = array_of(t.element)
+    for _ in range(ndims - 1):
+        out = array_of(out)
+    return out
 
 
 for _t in list(_BASE):
@@ -207,11 +246,13 @@ def character(base: PgType, length: int | None) -> PgType:
     return replace(base, typmod=length + 4)
 
 
-_TYPE_RE = re.compile(r"^\s*([a-z_ ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(\[\s*\]|\s+list)?\s*$")
+_TYPE_RE = re.compile(r"^\s*([a-z_ ]+?)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*((?:\[\s*\d*\s*\])+|\s+list)?\s*$")
 
 
 def parse_type(sql_name: str) -> PgType:
-    """A type as written in SQL (`int`, `numeric(10,2)`, `text[]`, `varchar(20)`)."""
+    """A type as written in SQL (`int`, `numeric(10,2)`, `text[]`, `varchar(20)`). `int[][]`
+    is PostgreSQL's int[] too; weir reads it as two dimensions (the Spark type of a
+    two-dimensional value, ARRAY<ARRAY<INT>>)."""
     catalog = CATALOG_TYPES.get(sql_name.strip())
     if catalog is not None:
         return catalog
@@ -230,7 +271,9 @@ def parse_type(sql_name: str) -> PgType:
         t = BY_NAME[base]
     else:
         raise WeirError(SqlState.UNDEFINED_OBJECT, f'type "{sql_name}" does not exist')
-    return array_of(t) if arr else t
+    if not arr:
+        return t
+    return with_ndims(array_of(t), max(1, arr.count("[")))
 
 
 def from_spark(spark_type: object) -> PgType:

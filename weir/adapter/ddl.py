@@ -213,6 +213,8 @@ def _column_defs(create: exp.Create) -> list[ColumnDef]:
         if kind is None:
             raise WeirError(SqlState.SYNTAX_ERROR, f'column "{name}" needs a type')
         pg = T.parse_type(kind.sql(dialect="postgres"))
+        if pg.ndims > 1:  # int[][] is PostgreSQL's int[]: a table's arrays have one dimension in weir
+            pg = T.with_ndims(pg, 1)
         nullable, default = True, None
         for c in cd.args.get("constraints") or []:
             k = c.kind

@@ -19,7 +19,7 @@ from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 from weir.sql.render import bind_params
 from weir.sql.resolve import ColumnDesc, RelationDesc, table_parts
-from weir.types import PgType
+from weir.types import JSONB, PgType
 
 if TYPE_CHECKING:
     from weir.adapter.session import Session
@@ -70,8 +70,20 @@ def _coerce_row(desc: RelationDesc, cols: list[ColumnDesc], values: tuple[Any, .
                                 detail=f"Failing row contains ({', '.join(_show(x) for x in values)}).")
             out.append(None)
         else:
-            out.append(codec.coerce(v, c.type))
+            out.append(_one_dimension(codec.coerce(v, c.type), c.type))
     return out
+
+
+def _one_dimension(v: Any, t: PgType) -> Any:
+    """A table's array column is a one-dimensional Spark array (int[][] is int[] in
+    PostgreSQL, weir.adapter.ddl): a multidimensional value is refused, never stored otherwise."""
+    if t.is_array and t.element is not None and t.element.oid not in (114, JSONB.oid) \
+            and isinstance(v, list) and any(isinstance(x, list | tuple) for x in v):
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        "multidimensional arrays in a table's array column are not supported",
+                        hint="weir stores one-dimensional arrays in tables; a view or a materialized "
+                             "view may compute multidimensional ones.")
+    return v
 
 
 def _show(v: Any) -> str:

@@ -21,6 +21,7 @@ from weir.catalog.model import INDEX, Item
 from weir.errors import SqlState, WeirError
 from weir.http.metrics import INDEX_HISTORY_BYTES
 from weir.sql import statements as st
+from weir.sql.dialect import Weir  # how statements are read: a[i][j] as written
 from weir.sql.resolve import RelationDesc
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def _default_name(session: Session, schema_id: str, on: str, keys: list[str] | N
 
 def _definition(session: Session, desc: RelationDesc, keys: list[tuple[str, int | None]]) -> dict[str, Any]:
     """What the dataflow runs: the collection itself (direct) or the view's query."""
-    columns = [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array else c.type.name,
+    columns = [{"name": c.name, "pg_type": c.type.exact_sql(),
                 "nullable": c.nullable} for c in desc.columns]
     if desc.view_sql is None:
         assert desc.shard_id is not None
@@ -75,7 +76,7 @@ def _definition(session: Session, desc: RelationDesc, keys: list[tuple[str, int 
         spark_sql = f"SELECT * FROM {desc.spark_name}"
         direct = True
     else:
-        plan = planning.plan(session, sqlglot.parse_one(desc.view_sql, read="postgres"), key=desc.view_sql)
+        plan = planning.plan(session, sqlglot.parse_one(desc.view_sql, read=Weir), key=desc.view_sql)
         mviews.refuse_unions(plan)
         spark_sql, inputs = mviews.dataflow_sql(session, plan), plan.inputs
         direct = False

@@ -19,6 +19,7 @@ from weir.catalog.model import ColumnDef, Item
 from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 from weir.sql import temporal
+from weir.sql.dialect import Weir  # how statements are read: a[i][j] as written
 from weir.sql.plan import QueryPlan
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def dataflow_inputs(inputs: dict[str, Any]) -> list[dict[str, Any]]:
                         "materialized views and indexes over live introspection logs are not supported",
                         hint="Read a replica's persisted introspection instead: mz_introspection.<log>_<replica_id>.")
     return [{"name": d.spark_name, "shard_id": sid,
-             "columns": [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array else c.type.name,
+             "columns": [{"name": c.name, "pg_type": c.type.exact_sql(),
                           "nullable": c.nullable} for c in d.columns]}
             for sid, d in inputs.items()]
 
@@ -285,4 +286,4 @@ async def drop_items(coord: Coordinator, items: tuple[Item, ...]) -> None:
 
 
 def parse_definition(item: Item) -> exp.Expression:
-    return sqlglot.parse_one(item.definition["query"], read="postgres")
+    return sqlglot.parse_one(item.definition["query"], read=Weir)

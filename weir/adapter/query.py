@@ -87,8 +87,7 @@ def input_spec(desc: RelationDesc, files: list[str], as_of: int, consolidate: bo
     return {
         "name": desc.spark_name,
         "files": files,
-        "columns": [{"name": c.name, "pg_type": c.type.sql() if not c.type.is_array
-                     else c.type.name, "nullable": c.nullable} for c in desc.columns],
+        "columns": [{"name": c.name, "pg_type": c.type.exact_sql(), "nullable": c.nullable} for c in desc.columns],
         "as_of": as_of,
         "consolidate": consolidate,
     }

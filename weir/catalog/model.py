@@ -64,7 +64,7 @@ class ColumnDef:
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "type": self.type.sql(),
+            "type": self.type.exact_sql(),
             "nullable": self.nullable,
             "default": self.default,
         }

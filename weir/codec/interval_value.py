@@ -65,6 +65,6 @@ def for_arrow(values: list[Any], t: PgType) -> list[Any]:
     as array elements) as their struct's dicts; other types unchanged."""
     if t.oid == INTERVAL.oid:
         return [to_struct(v) for v in values]
-    if t.element is not None and t.element.oid == INTERVAL.oid:
-        return [None if v is None else [to_struct(x) for x in v] for v in values]
+    if t.inner is not None and t.element is not None and t.element.oid == INTERVAL.oid:
+        return [None if v is None else for_arrow(v, t.inner) for v in values]
     return values

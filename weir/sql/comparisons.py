@@ -168,6 +168,8 @@ def ordered(node: exp.Expression, types: Types) -> exp.Expression:
     if isinstance(key, exp.Literal) or (t is None and isinstance(key, exp.Column)):
         t, key = _output_column(node, key, types)
     if t is not None and t.is_array and key is not None:
+        if t.ndims > 1:  # PostgreSQL's order: all elements first, then the dimensions
+            raise _refuse("ORDER BY a multidimensional array")
         if t.element is None or t.element.oid == T.RECORD_OID:
             raise _refuse("ORDER BY an array of records")
         node.set("this", array_order_key(key))

@@ -22,9 +22,11 @@ from weir.sql import (
     datetime_sql,
     float_ops,
     format_function,
+    infer,
     interval_ops,
     jsonb,
     jsonb_functions,
+    multidim,
     numeric_ops,
     ordered_set,
     pg_text,
@@ -79,7 +81,7 @@ def is_syntax(node: exp.Expression) -> bool:
 
 # PostgreSQL functions weir knows but cannot (yet) compute faithfully on Spark.
 _KNOWN_PG = frozenset("""
-age array_lower array_upper array_dims array_fill array_positions array_replace btrim
+age array_fill array_positions array_replace btrim
 date_bin date_part decode encode factorial format gcd gen_random_uuid initcap isfinite
 json_agg json_build_array json_build_object json_object_agg
 jsonb_extract_path jsonb_extract_path_text jsonb_insert jsonb_set justify_days
@@ -234,6 +236,8 @@ _QUANTIFIED = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Like, exp.
 
 
 def _visit(node: exp.Expression, types: Types) -> exp.Expression:
+    # a multidimensional operand: only what weir.sql.multidim lets through
+    multidim.refuse_others(node, types, f"function {pg_name(node)}")
     handler = _HANDLERS.get(type(node))
     if handler is not None:
         return handler(node, types)
@@ -250,6 +254,8 @@ def _unhandled(node: exp.Expression, types: Types) -> exp.Expression:
         return node
     if isinstance(node, exp.Anonymous):
         name = node.name.lower()
+        if name in _DIMENSION_FUNCTIONS and not node.meta.get("weir_literal"):
+            return _DIMENSION_FUNCTIONS[name](node, types)
         if name in _ANON_PASS or node.meta.get("weir_literal"):
             return node
         if name in ("all", "some") and isinstance(node.parent, _QUANTIFIED):
@@ -277,9 +283,14 @@ def _unhandled(node: exp.Expression, types: Types) -> exp.Expression:
 # array_to_string of text-like elements is Spark's array_join: both leave NULL elements
 # out unless given a text for them (other elements' text forms differ: floats, timestamps)
 _TEXT_ELEMENTS = frozenset({25, 1043, 19, 1033})
+# arrays' dimensions (weir.sql.multidim), of one or several
+_DIMENSION_FUNCTIONS: dict[str, _Handler] = {
+    "array_ndims": multidim.array_ndims, "array_dims": multidim.array_dims, "array_lower": multidim.bounds,
+    "array_upper": multidim.bounds, "cardinality": multidim.cardinality}
 
 
 def _array_to_string(node: exp.Expression, types: Types) -> exp.Expression:
+    node = multidim.flattened(node, types)  # of all the elements, in row-major order
     t = types.of(node.this)
     if t is None or t.element is None or t.element.oid not in _TEXT_ELEMENTS:
         raise not_supported("function array_to_string of an array other than text")
@@ -293,7 +304,7 @@ _HANDLERS: dict[type, _Handler] = {
     exp.Mul: tr.interval_output, exp.Div: tr.division, exp.Mod: tr.mod,
     exp.Bracket: translate_arrays.subscript, exp.Extract: translate_datetime.extract,
     exp.Substring: tr.substring, exp.Concat: tr.concat,
-    exp.ArraySize: translate_arrays.array_length, exp.Cast: tr.cast,
+    exp.ArraySize: multidim.bounds, exp.Cast: tr.cast,
     exp.TimestampTrunc: translate_datetime.timestamp_trunc, exp.AtTimeZone: translate_datetime.at_time_zone,
     exp.WindowSpec: tr.window_spec, exp.Lead: tr.lead_lag, exp.Lag: tr.lead_lag,
     **{op: comparisons.comparison for op in (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)},
@@ -343,6 +354,14 @@ _HANDLERS[exp.Extract] = _interval_first(_HANDLERS[exp.Extract], interval_ops.ex
 _HANDLERS[exp.TimestampTrunc] = _interval_first(_HANDLERS[exp.TimestampTrunc], interval_ops.date_trunc)
 _HANDLERS[exp.Cast] = _interval_first(_HANDLERS[exp.Cast], interval_ops.cast)
 _HANDLERS[exp.Neg] = interval_ops.neg
+# multidimensional arrays (weir.sql.multidim): casts keep their dimensions; = / <> of arrays of
+# different dimensions; unnest() of all the elements
+_HANDLERS[exp.Cast] = _interval_first(_HANDLERS[exp.Cast], lambda n, t: multidim.cast(n, t, infer.datatype(n.to)))
+for _node in (exp.EQ, exp.NEQ):
+    _HANDLERS[_node] = _interval_first(_HANDLERS[_node], multidim.equality)
+for _node in (exp.Explode, exp.Unnest):
+    _HANDLERS[_node] = (lambda previous: lambda n, t: previous(multidim.flattened(n, t), t))(
+        _HANDLERS.get(_node, _unhandled))
 _INTERVAL_HANDLERS: dict[type, Callable[[exp.Expression, Types], exp.Expression | None]] = {
     exp.In: interval_ops.membership, exp.Between: interval_ops.between, exp.NullSafeEQ: interval_ops.distinct_from,
     exp.NullSafeNEQ: interval_ops.distinct_from, exp.Nullif: interval_ops.nullif, exp.Greatest: interval_ops.extreme,

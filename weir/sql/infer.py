@@ -128,6 +128,10 @@ class Types:
         if id(new) not in self._memo:
             self._memo[id(new)] = self.of(old)
 
+    def assign(self, e: exp.Expression, t: PgType | None) -> None:
+        """`e`, a node a translation made, has type `t`."""
+        self._memo[id(e)] = t
+
     def of(self, e: exp.Expression | None) -> PgType | None:
         if e is None:
             return None
@@ -177,18 +181,37 @@ class Types:
             sel = e.this if isinstance(e, exp.Subquery) else e
             return self.of(sel.selects[0]) if isinstance(sel, exp.Select) and sel.selects else None
         if isinstance(e, exp.Bracket):
-            t = self.of(e.this)
+            base = e.this
+            while isinstance(base, exp.Bracket) and self.of(base) is not None and not is_jsonb(self.of(base)):
+                base = base.this  # a[i][j]: an element of a multidimensional array
+            t = self.of(base)
             return t.element if t is not None and t.is_array else T.JSONB if is_jsonb(t) else None
         if isinstance(e, exp.Array):
             typed = [x for x in e.expressions if not isinstance(x, exp.Null)]
             inner = self._common(e) if typed else None
             if (typed and all(_is_unknown(self.of(x)) for x in typed)) or (e.expressions and not typed):
                 inner = T.TEXT  # ARRAY['a', NULL], ARRAY[NULL]: text[], as PostgreSQL resolves unknowns
-            return T.array_of(inner) if inner is not None and not inner.is_array else None
+            if inner is not None and inner.is_array:  # of arrays: one more dimension
+                return self._sub_arrays(typed)
+            return T.array_of(inner) if inner is not None else None
         if isinstance(e, exp.Tuple):  # a row constructor (a record); its NULLs and literals are text
             return T.record_of(tuple(T.TEXT if isinstance(x, exp.Null) else _resolved(self.of(x))
                                      for x in e.expressions))
         return self._function(e)
+
+    def _sub_arrays(self, subs: list[exp.Expression]) -> PgType | None:
+        """ARRAY[...] of arrays: their element types' common type (ARRAY[[1], [2.5]] is
+        numeric[]), one more dimension than the first's."""
+        kinds = [self.of(x) for x in subs]
+        first = kinds[0]
+        if first is None or not first.is_array or first.ndims >= T.MAXDIM:
+            return None
+        element: PgType | None = None
+        for k in kinds:
+            element = promote(element, k.element if k is not None and k.is_array else k)
+        if element is None or element.is_array:
+            return None
+        return T.array_of(T.with_ndims(T.array_of(element), first.ndims))
 
     def _common(self, e: exp.Expression) -> PgType | None:
         if isinstance(e, exp.Case):
@@ -370,6 +393,11 @@ class Types:
             return T.TIMESTAMPTZ
         if isinstance(e, exp.Anonymous) and is_interval_literal(e):
             return T.INTERVAL  # a folded interval literal, or an interval computed field by field
+        if isinstance(e, exp.Anonymous) and e.name.lower() in ("array_ndims", "array_lower", "array_upper",
+                                                               "cardinality"):
+            return T.INT4
+        if isinstance(e, exp.Anonymous) and e.name.lower() == "array_dims":
+            return T.TEXT
         if isinstance(e, exp.Anonymous) and e.name.lower() == "mz_now":
             return T.MZ_TIMESTAMP
         if isinstance(e, exp.Anonymous) and e.name.lower() in JSONB_FUNCTIONS:

@@ -16,15 +16,21 @@ from weir.errors import SqlState, WeirError
 from weir.types import PgType
 
 
-def literal(value: Any, t: PgType) -> exp.Expression:
-    """A typed SQL literal that means `value` of type `t` in both Postgres and Spark SQL."""
+def literal(value: Any, t: PgType, *, parameter: bool = False) -> exp.Expression:
+    """A typed SQL literal that means `value` of type `t` in both Postgres and Spark SQL. An
+    array literal has its value's dimensions; a `parameter`'s must be its slot's (the query
+    was translated for them)."""
     if value is None:
         return exp.Cast(this=exp.Null(), to=exp.DataType.build(t.spark_ddl, dialect="spark"))
     if t.is_array:
         assert t.element is not None
-        if any(isinstance(v, list) for v in value):
-            raise _multidimensional()
-        arr = exp.Array(expressions=[literal(v, t.element) for v in value])
+        typed = value_type(value, t)
+        if parameter and typed.ndims != t.ndims:
+            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "multidimensional array parameters are not supported")
+        t = typed
+        inner = T.with_ndims(t, t.ndims - 1) if t.ndims > 1 else t.element
+        arr = exp.Array(expressions=[_untyped(literal(v, inner)) if t.ndims > 1 else literal(v, inner)
+                                     for v in value])
         # typed, or Spark gives an empty ARRAY() the element type void
         return exp.Cast(this=arr, to=exp.DataType.build(t.spark_ddl, dialect="spark"))
     if t.oid == T.BOOL.oid:
@@ -82,10 +88,21 @@ def is_interval_literal(node: exp.Expression) -> bool:
         and all(isinstance(a, exp.Literal) and a.is_string for a in args[::2])
 
 
-def _multidimensional() -> WeirError:
-    """weir's arrays have one dimension on Spark (a nested array would print as Spark's
-    text of a list): multidimensional arrays are refused."""
-    return WeirError(SqlState.FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported")
+def value_type(value: list[Any], t: PgType) -> PgType:
+    """Array type `t` with the dimensions of `value` (nested lists, rectangular as
+    PostgreSQL's input makes them): '{{1,2},{3,4}}'::int[] is a 2-D int[] whatever the
+    cast's brackets say. An empty array keeps `t`'s."""
+    ndims, v = 0, value
+    while isinstance(v, list) and v:
+        ndims, v = ndims + 1, v[0]
+    if isinstance(v, list):  # an empty (sub-)array
+        ndims += 1
+    return T.with_ndims(t, ndims) if value and ndims != t.ndims else t
+
+
+def _untyped(node: exp.Expression) -> exp.Expression:
+    """A sub-array of a nested literal without its own cast (the outer one types it)."""
+    return node.this if isinstance(node, exp.Cast) and isinstance(node.this, exp.Array) else node
 
 
 def _decimal_ddl(d: decimal.Decimal) -> str:

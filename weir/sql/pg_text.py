@@ -94,12 +94,17 @@ def text_of(x: exp.Expression, t: T.PgType | None, types: Types, *, depth: int =
 
 
 def array_text(a: exp.Expression, t: T.PgType, types: Types, *, depth: int = 0) -> exp.Expression:
-    """`{...}` of a one-dimensional array (weir's arrays have one dimension)."""
+    """`{...}` of an array; of a multidimensional one, `{{...},{...}}`: each sub-array's
+    text (never quoted) inside the braces."""
     et = t.element
     assert et is not None
-    if et.is_array:
-        raise refuse("text output of a multidimensional array")
     var = _lambda_var(depth)
+    if t.ndims > 1:
+        if infer.is_float(et):  # its digits' UDF cannot run inside a lambda
+            raise refuse("text output of a multidimensional array of floats")
+        inner = array_text(exp.column(var), T.with_ndims(t, t.ndims - 1), types, depth=depth + 1)
+        return spark_template(f"concat('{{{{', array_join(transform({{a}}, {var} -> {{i}}), ','), '}}}}')",
+                              a=a, i=inner)
     if infer.is_float(et) and not depth:  # one UDF call for the whole array
         texts = _call(_FLOAT_UDFS[et.oid][1], a.copy())
     else:

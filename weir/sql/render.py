@@ -162,7 +162,7 @@ def literal_sql(value: object, pg_type: PgType) -> str:
     """The Spark SQL of a parameter's value: kept for simple values (an ORM's catalog query
     binds twenty constants, each a sqlglot literal rendered at 60 us)."""
     if not isinstance(value, _SIMPLE):
-        return to_spark(literal(value, pg_type))
+        return to_spark(literal(value, pg_type, parameter=True))
     # equal values may differ in their text (-0.0 and 0.0, Decimal 1.0 and 1.00): keyed by repr
     key = (pg_type, type(value), repr(value) if isinstance(value, (float, decimal.Decimal)) else value)
     found = _LITERAL_SQL.get(key)
@@ -190,7 +190,7 @@ def bind_params(expr: exp.Expression, values: list[Any], types: list[PgType]) ->
             n = param_number(node)
             if n < 1 or n > len(values):
                 raise WeirError(SqlState.UNDEFINED_PARAMETER, f"there is no parameter ${n}")
-            return literal(values[n - 1], types[n - 1])
+            return literal(values[n - 1], types[n - 1], parameter=True)
         return node
 
     return expr.transform(visit)

@@ -11,6 +11,7 @@ import sqlglot
 from sqlglot import exp
 
 from weir.errors import SqlState, WeirError
+from weir.sql.dialect import Weir  # how statements are read: a[i][j] as written
 from weir.sql.infer import COLUMNS_META
 from weir.sql.joins import replace_table
 from weir.sql.render import fold_typed_literals
@@ -150,7 +151,7 @@ def resolve(expr: exp.Expression, resolver: Resolver, *, qualify: bool = False, 
         alias = table.alias or parts[-1]
         if desc.view_sql is not None:
             # stored as written: its typed literals folded here, as the query's own were
-            body = fold_typed_literals(sqlglot.parse_one(desc.view_sql, read="postgres"))
+            body = fold_typed_literals(sqlglot.parse_one(desc.view_sql, read=Weir))
             inner = resolve(body, resolver, _depth=_depth + 1)
             out.inputs.update(inner.inputs)
             out.unions |= inner.unions | ({desc.name} if desc.volatile else set())

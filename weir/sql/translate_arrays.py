@@ -1,7 +1,7 @@
 """Faithful Spark translations of PostgreSQL's array constructs, for the gate in
 `weir.sql.functions` (as weir.sql.translate's): array_agg and ARRAY(subquery), which keep
-NULL elements and the ORDER BY; ARRAY[...] of one dimension; subscripts, NULL out of
-bounds and from 0 for int2vector and oidvector; array_length of the first dimension."""
+NULL elements and the ORDER BY; ARRAY[...]; subscripts, NULL out of bounds and from 0 for
+int2vector and oidvector (arrays of several dimensions: weir.sql.multidim)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from weir import types as T
 from weir.errors import SqlState, WeirError
-from weir.sql import infer
+from weir.sql import infer, multidim
 from weir.sql.dialect import ONE_BASED_INDEX
 from weir.sql.infer import Types
 from weir.sql.translate import refuse as _refuse
@@ -92,8 +92,8 @@ def array_subquery(node: exp.Expression, types: Types) -> exp.Expression:
 
 
 def array_constructor(node: exp.Expression, types: Types) -> exp.Expression:
-    """ARRAY[...] of arrays is multidimensional in PostgreSQL: weir's arrays have one
-    dimension on Spark (it would make an array of arrays and print Spark's text of it)."""
+    """ARRAY[...]: of a subquery, of nothing (typed by its cast), of values, or of arrays
+    (one more dimension, weir.sql.multidim)."""
     if len(node.expressions) == 1 and isinstance(node.expressions[0], (exp.Select, exp.Subquery)):
         return array_subquery(node, types)
     if not node.expressions and not isinstance(node.parent, exp.Cast):
@@ -103,15 +103,15 @@ def array_constructor(node: exp.Expression, types: Types) -> exp.Expression:
         target = infer.datatype(node.parent.to)
         if target is not None and target.name in ("oidvector", "int2vector"):  # one dimension, from 0
             raise WeirError(SqlState.DATATYPE_MISMATCH, f"array is not a valid {target.name}")
-    for e in node.expressions:
-        t = types.of(e)
-        if isinstance(e, exp.Array) or (t is not None and t.is_array):
-            raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, "multidimensional arrays are not supported")
-    return node
+    return multidim.constructor(node, types) or node
 
 
 def subscript(node: exp.Expression, types: Types) -> exp.Expression:
-    """a[i] is NULL out of bounds in PostgreSQL; Spark's ANSI mode raises."""
+    """a[i] is NULL out of bounds in PostgreSQL; Spark's ANSI mode raises. Several
+    subscripts, or one of a multidimensional array: weir.sql.multidim."""
+    translated = multidim.subscript(node, types)  # type: ignore[arg-type]
+    if translated is not None:
+        return translated
     t = types.of(node.this)
     if t is not None and not t.is_array:
         raise _refuse(f"subscripting a value of type {t.name}")
@@ -129,8 +129,3 @@ def subscript(node: exp.Expression, types: Types) -> exp.Expression:
                   a=node.this, i=index)
 
 
-def array_length(node: exp.Expression, types: Types) -> exp.Expression:
-    dim = node.args.get("expression")
-    if not (isinstance(dim, exp.Literal) and dim.this == "1"):
-        raise _refuse("array_length of a dimension other than 1")
-    return _spark("CASE WHEN size({a}) > 0 THEN size({a}) END", a=node.this)

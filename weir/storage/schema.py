@@ -62,8 +62,8 @@ _STORED_AS: dict[str, pa.DataType] = {
 
 def storage_arrow_type(t: PgType) -> pa.DataType:
     """The Arrow type a column of PgType `t` has in a shard's Parquet files."""
-    if t.element is not None:
-        return pa.list_(storage_arrow_type(t.element))
+    if t.inner is not None:  # of a multidimensional array: its sub-arrays'
+        return pa.list_(storage_arrow_type(t.inner))
     if t.stored_as:
         try:
             return _STORED_AS[t.stored_as]
@@ -154,7 +154,7 @@ def user_schema(columns: list[Column], with_time: bool = True) -> pa.Schema:
 
 def type_sql(t: PgType) -> str:
     """A type name `type_from_sql` reads back exactly (arrays keep numeric precision)."""
-    return type_sql(t.element) + "[]" if t.element is not None else t.sql()
+    return type_sql(t.element) + "[]" * max(1, t.ndims) if t.element is not None else t.sql()
 
 
 def type_from_sql(name: str) -> PgType:

@@ -175,8 +175,18 @@ def _cast_positional(df: Any, schema: Any) -> Any:
     width = len(schema.fields)
     rest = df.columns[width:]
     df = df.toDF(*[pos(i) for i in range(width)], *rest)  # by position: names may repeat
-    out = [F.col(pos(i)).cast(f.dataType).alias(pos(i)) for i, f in enumerate(schema.fields)]
+    out = [F.col(pos(i)).cast(_relaxed(f.dataType)).alias(pos(i)) for i, f in enumerate(schema.fields)]
     return df.select(*out, *[F.col(_quote(c)) for c in rest])
+
+
+def _relaxed(t: Any) -> Any:
+    """`t` with every array's elements nullable: the query's own schema may say a literal
+    ARRAY(ARRAY(1, 2))'s cannot be NULL, and Spark casts no nullable array (a stored one) to that."""
+    from pyspark.sql.types import ArrayType
+
+    if isinstance(t, ArrayType):
+        return ArrayType(_relaxed(t.elementType), True)
+    return t
 
 
 def stored_counted(session: Any, files: Sequence[str], columns: Sequence[Column], schema: Any, *,

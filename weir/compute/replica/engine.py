@@ -41,8 +41,8 @@ def _quote(name: str) -> str:
 
 def stored_ddl(t: PgType) -> str:
     """The Spark type of a column as it sits in a shard's Parquet files."""
-    if t.element is not None:
-        return f"ARRAY<{stored_ddl(t.element)}>"
+    if t.inner is not None:
+        return f"ARRAY<{stored_ddl(t.inner)}>"
     if t.stored_as == "int":
         return "INT"
     if t.stored_as == "long":
@@ -73,11 +73,11 @@ def stored_forms(columns: Sequence[Column], files: Sequence[str]) -> list[Column
 
 def query_expr(ref: str, t: PgType, depth: int = 0) -> str:
     """Spark SQL turning a stored value `ref` into the type queries see."""
-    if t.element is not None:
-        if stored_ddl(t.element) == t.element.spark_ddl:
+    if t.inner is not None:  # of a multidimensional array: its sub-arrays'
+        if stored_ddl(t.inner) == t.inner.spark_ddl:
             return ref
         var = f"__x{depth}"
-        return f"transform({ref}, {var} -> {query_expr(var, t.element, depth + 1)})"
+        return f"transform({ref}, {var} -> {query_expr(var, t.inner, depth + 1)})"
     if t.oid == INTERVAL.oid and t.stored_as == "long":  # whole days and the rest, as weir printed them
         return (f"CASE WHEN {ref} IS NOT NULL THEN CAST(named_struct('months', 0, 'days', CAST({ref} DIV 86400000000 AS INT), "
                 f"'micros', {ref} - ({ref} DIV 86400000000) * 86400000000) AS {t.spark_ddl}) END")
