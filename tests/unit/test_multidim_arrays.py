@@ -122,3 +122,20 @@ def test_shards_and_replicas_read_nested_arrays() -> None:
     assert query_expr("c", small) == "transform(c, __x0 -> transform(__x0, __x1 -> CAST(__x1 AS SMALLINT)))"
     assert small.inner == T.array_of(T.INT2) and T.array_of(T.INT2).inner == T.INT2
     assert T.parse_type(small.exact_sql()) == small
+
+
+@pytest.mark.parametrize(("sql", "sqlstate"), [
+    ("SELECT ('{}'::int[])[1][2][3][4][5][6][7]", "54000"),  # PostgreSQL: more subscripts than dimensions allowed
+    ("SELECT array['11 22 33'::int2vector]", "0A000"),  # int2vector[]: one dimension of vectors, not 2-D
+    ("SELECT unnest(array['11 22 33'::oidvector])", "0A000"),
+])
+def test_refused_as_pg_regress_found(sql: str, sqlstate: str) -> None:
+    """pg_regress's arrays script: each was answered differently from PostgreSQL."""
+    with pytest.raises(WeirError) as e:
+        _spark(sql)
+    assert e.value.sqlstate == sqlstate
+
+
+def test_cast_of_a_multidimensional_text_array_to_varchar_keeps_its_dimensions() -> None:
+    sql = _spark("SELECT ARRAY[['a','bc'],['def','hijk']]::text[]::varchar[]")
+    assert "AS ARRAY<STRING>)" not in sql and "ARRAY<ARRAY<STRING>>" in sql

@@ -160,7 +160,13 @@ class Types:
         if isinstance(e, (exp.Cast, exp.TryCast)):
             if e.meta.get("weir_type") in ("jsonb", "json"):  # a jsonb parameter's slot (weir.sql.plan)
                 return T.BY_NAME[e.meta["weir_type"]]
-            return datatype(e.to)
+            if e.meta.get("weir_type") in ("int2vector", "oidvector"):  # a folded literal (weir.sql.literals)
+                return T.CATALOG_TYPES[e.meta["weir_type"]]
+            to = datatype(e.to)
+            source = self.of(e.this) if to is not None and to.is_array else None
+            if to is not None and source is not None and source.is_array and source.ndims > to.ndims:
+                return T.with_ndims(to, source.ndims)  # int[] is int[] whatever its dimensions
+            return to
         if isinstance(e, exp.Column):
             return self._column(e)
         if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)):

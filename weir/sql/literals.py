@@ -32,7 +32,10 @@ def literal(value: Any, t: PgType, *, parameter: bool = False) -> exp.Expression
         arr = exp.Array(expressions=[_untyped(literal(v, inner)) if t.ndims > 1 else literal(v, inner)
                                      for v in value])
         # typed, or Spark gives an empty ARRAY() the element type void
-        return exp.Cast(this=arr, to=exp.DataType.build(t.spark_ddl, dialect="spark"))
+        out = exp.Cast(this=arr, to=exp.DataType.build(t.spark_ddl, dialect="spark"))
+        if t.oid in (22, 30):  # int2vector / oidvector: their own types (weir.sql.infer)
+            out.meta["weir_type"] = t.name
+        return out
     if t.oid == T.BOOL.oid:
         return exp.Boolean(this=bool(value))
     if t.oid in (T.INT2.oid, T.INT4.oid, T.INT8.oid, T.MZ_TIMESTAMP.oid, 26):

@@ -17,7 +17,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from weir import types as T
-from weir.errors import SqlState
+from weir.codec.array import MAXDIM
+from weir.errors import SqlState, WeirError
 from weir.sql import infer
 from weir.sql.dialect import ONE_BASED_INDEX
 from weir.sql.infer import Types
@@ -25,6 +26,9 @@ from weir.sql.translate import raise_sql, refuse, spark_template
 
 _NUMBERS = frozenset({T.INT2.oid, T.INT4.oid, T.INT8.oid, T.NUMERIC.oid, T.FLOAT4.oid, T.FLOAT8.oid})
 _MISMATCH = "multidimensional arrays must have array expressions with matching dimensions"
+
+
+_VECTORS = (22, 30)  # int2vector, oidvector: one-dimensional arrays as types of their own
 
 
 def ndims(t: T.PgType | None) -> int:
@@ -97,6 +101,8 @@ def constructor(node: exp.Expression, types: Types) -> exp.Expression | None:
         return None
     if any(t is None or not t.is_array for t in kinds):
         raise refuse("ARRAY[...] of arrays and other values")
+    if any(t is not None and t.oid in _VECTORS for t in kinds):  # int2vector[]: one dimension of vectors
+        raise refuse("ARRAY[...] of int2vector or oidvector")
     d = {t.ndims for t in kinds if t is not None}
     result = types.of(node)
     if len(d) != 1 or result is None or result.element is None:
@@ -161,6 +167,9 @@ def subscript(node: exp.Bracket, types: Types) -> exp.Expression | None:
     while isinstance(base, exp.Bracket):
         chain.append(base)
         base = base.this
+    if len(chain) > MAXDIM:  # PostgreSQL refuses this many subscripts when it parses them
+        raise WeirError(SqlState.PROGRAM_LIMIT_EXCEEDED,
+                        f"number of array dimensions ({len(chain)}) exceeds the maximum allowed ({MAXDIM})")
     t = types.of(base)
     if t is None or not t.is_array or t.element is None:
         return None
@@ -286,6 +295,9 @@ def cast(node: exp.Cast, types: Types, target: T.PgType | None) -> exp.Expressio
     if not is_multidim(source) or target is None or not target.is_array:
         return None
     assert source is not None and source.element is not None and target.element is not None
-    if target.element.oid != source.element.oid or target.element.typmod != source.element.typmod:
+    same = target.element.oid == source.element.oid and target.element.typmod == source.element.typmod
+    textual = {target.element.oid, source.element.oid} <= {T.TEXT.oid, T.VARCHAR.oid} and target.element.typmod == -1
+    if not (same or textual):  # text[] to varchar[] (no length) keeps every string as it is
         raise refuse(f"cast of a multidimensional array to {target.name}")
-    return exp.Cast(this=node.this, to=exp.DataType.build(source.spark_ddl, dialect="spark"))
+    return exp.Cast(this=node.this, to=exp.DataType.build(T.with_ndims(target, source.ndims).spark_ddl,
+                                                         dialect="spark"))
