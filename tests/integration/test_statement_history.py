@@ -29,8 +29,10 @@ def srv(tmp_path_factory: pytest.TempPathFactory, java: None):  # noqa: ANN201
     s.stop()
 
 
-def _logged(c: psycopg.Connection, where: str, timeout: float = 30) -> list[tuple]:
-    """Executions (with their statement's sql and type) matching `where`, once they appear.
+def _logged(c: psycopg.Connection, where: str, timeout: float = 30, finished: bool = False) -> list[tuple]:
+    """Executions (with their statement's sql and type) matching `where`, once they appear
+    (and, with `finished`, once none is running: a flush can write an execution's running
+    row and leave its end to the next flush).
     This query is logged too, and its own text matches `where`: a flush while it runs could
     make it see itself, running, so it leaves itself out."""
     sql = ("SELECT p.sql, p.statement_type, e.finished_status, e.was_successful, e.was_canceled, "
@@ -44,14 +46,14 @@ def _logged(c: psycopg.Connection, where: str, timeout: float = 30) -> list[tupl
     rows: list[tuple] = []
     while time.time() < deadline:
         rows = c.execute(sql).fetchall()
-        if rows:
+        if rows and not (finished and any(r[2] == "running" for r in rows)):
             return rows
         time.sleep(FLUSH)
     return rows
 
 
-def _one(c: psycopg.Connection, where: str) -> dict:
-    rows = _logged(c, where)
+def _one(c: psycopg.Connection, where: str, finished: bool = True) -> dict:
+    rows = _logged(c, where, finished=finished)
     assert len(rows) == 1, (where, rows)
     keys = ["sql", "type", "status", "ok", "canceled", "aborted", "error", "rows", "fast", "strategy",
             "params", "size", "cluster", "app", "rate", "finished_at", "ts", "name", "id"]
@@ -124,7 +126,7 @@ def test_scripted_session_is_logged(srv: WeirServer) -> None:
         assert cancel["error"] is None and cancel["rows"] is None
 
         for kind in ("declare", "fetch", "create_table", "create_index", "insert", "begin", "commit", "set_variable"):
-            rows = _logged(c, f"p.statement_type = '{kind}'")
+            rows = _logged(c, f"p.statement_type = '{kind}'", finished=True)
             assert rows and all(r[2] == "success" for r in rows), kind
         fetch = _logged(c, f"p.sql = 'FETCH 1 {tag}_cur'")
         assert fetch[0][7] == 1  # rows_returned
@@ -165,14 +167,14 @@ def test_running_subscribe_is_visible_then_canceled(srv: WeirServer) -> None:
     t = threading.Thread(target=run, daemon=True)
     t.start()
     with srv.connect() as c:
-        running = _one(c, f"p.sql LIKE '%SUBSCRIBE {tag}_t%'")
+        running = _one(c, f"p.sql LIKE '%SUBSCRIBE {tag}_t%'", finished=False)
         assert running["status"] == "running" and running["finished_at"] is None
         assert running["ok"] is None and running["canceled"] is None and running["rows"] is None
         conn.cancel()
         assert done.wait(30)
         deadline = time.time() + 30
         while True:
-            row = _one(c, f"p.sql LIKE '%SUBSCRIBE {tag}_t%'")
+            row = _one(c, f"p.sql LIKE '%SUBSCRIBE {tag}_t%'", finished=False)
             if row["status"] != "running" or time.time() > deadline:
                 break
             time.sleep(FLUSH)
@@ -341,10 +343,10 @@ def test_crash_marks_running_statements_aborted(tmp_path: Path, java: None) -> N
         t = threading.Thread(target=lambda: _drain(conn, "COPY (SUBSCRIBE crash_t) TO STDOUT"), daemon=True)
         t.start()
         with s.connect() as c:
-            assert _one(c, "p.sql LIKE 'COPY (SUBSCRIBE crash_t%'")["status"] == "running"
+            assert _one(c, "p.sql LIKE 'COPY (SUBSCRIBE crash_t%'", finished=False)["status"] == "running"
             c.execute("SET statement_history_sample_rate = 1")
             c.execute("SELECT 2 AS crash_done")
-            assert _logged(c, "p.sql = 'SELECT 2 AS crash_done'")
+            assert _logged(c, "p.sql = 'SELECT 2 AS crash_done'", finished=True)
         s.stop(signal.SIGKILL)
         s.start(wait_for_replica=False)
         with s.connect() as c:
