@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from decimal import Decimal
-from typing import Any
 
 import psycopg
 import pytest
 
-from tests.integration.both_servers import paired
+from tests.integration.both_servers import (
+    indexed_view_as_postgres,
+    materialized_view_as_postgres,
+    paired,
+    select_as_postgres,
+)
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
@@ -103,27 +106,10 @@ def both(server: WeirServer, pg_server):  # noqa: ANN201, F811
     yield from paired(server, pg_server, "interval_storage", SETUP)
 
 
-def _norm(v: Any) -> Any:
-    if isinstance(v, Decimal) and v.is_finite():
-        return v.normalize()
-    if isinstance(v, dt.datetime) and v.tzinfo:
-        return v.astimezone(dt.UTC)
-    return v
-
-
-def _text(rows: list[tuple[Any, ...]]) -> list[str]:
-    return sorted(str(tuple(_norm(v) for v in r)) for r in rows)
-
-
 @pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("sql", QUERIES)
 def test_select_same_as_postgres(both, sql: str, binary: bool) -> None:  # noqa: ANN001
-    w, p = both
-    with w.cursor(binary=binary) as cw, p.cursor(binary=binary) as cp:
-        cw.execute(sql)
-        cp.execute(sql)
-        assert [d.name for d in cw.description] == [d.name for d in cp.description]
-        assert _text(cw.fetchall()) == _text(cp.fetchall())
+    select_as_postgres(both, sql, binary)
 
 
 @pytest.mark.parametrize("binary", [False, True])
@@ -157,30 +143,13 @@ def test_group_keeps_one_of_equal_spans(both) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("n", range(len(QUERIES)))
 def test_materialized_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    w, p = both
-    sql = QUERIES[n]
-    w.execute(f"CREATE MATERIALIZED VIEW iv_mv{n} AS {sql}")
-    try:
-        assert _text(w.execute(f"SELECT * FROM iv_mv{n}").fetchall()) == _text(p.execute(sql).fetchall())
-        for conn in both:
-            conn.execute("INSERT INTO iv VALUES (11, INTERVAL '3 mons 00:00:01')")
-        assert _text(w.execute(f"SELECT * FROM iv_mv{n}").fetchall()) == _text(p.execute(sql).fetchall())
-    finally:
-        w.execute(f"DROP MATERIALIZED VIEW IF EXISTS iv_mv{n}")
-        for conn in both:
-            conn.execute("DELETE FROM iv WHERE id = 11")
+    materialized_view_as_postgres(both, f"iv_mv{n}", QUERIES[n], change=(
+        "INSERT INTO iv VALUES (11, INTERVAL '3 mons 00:00:01')", "DELETE FROM iv WHERE id = 11"))
 
 
 @pytest.mark.parametrize("n", range(len(QUERIES)))
 def test_indexed_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    w, p = both
-    sql = QUERIES[n]
-    w.execute(f"CREATE VIEW iv_v{n} AS {sql}")
-    w.execute(f"CREATE DEFAULT INDEX ON iv_v{n}")
-    try:
-        assert _text(w.execute(f"SELECT * FROM iv_v{n}").fetchall()) == _text(p.execute(sql).fetchall())
-    finally:
-        w.execute(f"DROP VIEW IF EXISTS iv_v{n} CASCADE")
+    indexed_view_as_postgres(both, f"iv_v{n}", QUERIES[n])
 
 
 @pytest.mark.parametrize("where", ["i = INTERVAL '1 mon'", "i = '720 hours'", "i > INTERVAL '1 mon' OR i IS NULL"])

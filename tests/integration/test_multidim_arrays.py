@@ -7,13 +7,18 @@ sub-arrays of different lengths; 0A000 for what weir does not compute as Postgre
 from __future__ import annotations
 
 import time
-from decimal import Decimal
-from typing import Any
 
 import psycopg
 import pytest
 
-from tests.integration.both_servers import errors, paired
+from tests.integration.both_servers import (
+    errors,
+    indexed_view_as_postgres,
+    materialized_view_as_postgres,
+    normalized,
+    paired,
+    select_as_postgres,
+)
 from tests.integration.server import WeirServer
 from tests.pg_server import pg_server  # noqa: F401
 
@@ -90,27 +95,10 @@ def both(server: WeirServer, pg_server):  # noqa: ANN201, F811
     yield from paired(server, pg_server, "multidim_arrays", SETUP)
 
 
-def _norm(v: Any) -> Any:
-    if isinstance(v, Decimal) and v.is_finite():
-        return v.normalize()
-    if isinstance(v, list):
-        return [_norm(x) for x in v]
-    return v
-
-
-def _text(rows: list[tuple[Any, ...]]) -> list[str]:
-    return sorted(str(tuple(_norm(v) for v in r)) for r in rows)
-
-
 @pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("sql", QUERIES)
 def test_select_same_as_postgres(both, sql: str, binary: bool) -> None:  # noqa: ANN001
-    w, p = both
-    with w.cursor(binary=binary) as cw, p.cursor(binary=binary) as cp:
-        cw.execute(sql)
-        cp.execute(sql)
-        assert [(d.name, d.type_code) for d in cw.description] == [(d.name, d.type_code) for d in cp.description]
-        assert _text(cw.fetchall()) == _text(cp.fetchall())
+    select_as_postgres(both, sql, binary)
 
 
 @pytest.mark.parametrize("sql", ERRORS_AS_POSTGRES)
@@ -151,30 +139,13 @@ def test_table_columns_hold_one_dimension(both) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("n", range(len(QUERIES)))
 def test_materialized_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    w, p = both
-    sql = QUERIES[n]
-    w.execute(f"CREATE MATERIALIZED VIEW md_mv{n} AS {sql}")
-    try:
-        assert _text(w.execute(f"SELECT * FROM md_mv{n}").fetchall()) == _text(p.execute(sql).fetchall())
-        for conn in both:
-            conn.execute("INSERT INTO ma VALUES (5, '{10,11}', '{12,13}', 7, 8, '{p,q}', '{r,s}')")
-        assert _text(w.execute(f"SELECT * FROM md_mv{n}").fetchall()) == _text(p.execute(sql).fetchall())
-    finally:
-        w.execute(f"DROP MATERIALIZED VIEW IF EXISTS md_mv{n}")
-        for conn in both:
-            conn.execute("DELETE FROM ma WHERE id = 5")
+    materialized_view_as_postgres(both, f"md_mv{n}", QUERIES[n], change=(
+        "INSERT INTO ma VALUES (5, '{10,11}', '{12,13}', 7, 8, '{p,q}', '{r,s}')", "DELETE FROM ma WHERE id = 5"))
 
 
 @pytest.mark.parametrize("n", range(len(QUERIES)))
 def test_indexed_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    w, p = both
-    sql = QUERIES[n]
-    w.execute(f"CREATE VIEW md_v{n} AS {sql}")
-    w.execute(f"CREATE DEFAULT INDEX ON md_v{n}")
-    try:
-        assert _text(w.execute(f"SELECT * FROM md_v{n}").fetchall()) == _text(p.execute(sql).fetchall())
-    finally:
-        w.execute(f"DROP VIEW IF EXISTS md_v{n} CASCADE")
+    indexed_view_as_postgres(both, f"md_v{n}", QUERIES[n])
 
 
 def test_materialized_view_read_by_a_query(both) -> None:  # noqa: ANN001
@@ -184,7 +155,7 @@ def test_materialized_view_read_by_a_query(both) -> None:  # noqa: ANN001
     try:
         sql = "SELECT id, m[2][1] AS e, array_dims(m) AS d, m::text AS t FROM {}"
         inner = "(SELECT id, ARRAY[a, b] AS m FROM ma) s"
-        assert _text(w.execute(sql.format("md_read")).fetchall()) == _text(p.execute(sql.format(inner)).fetchall())
+        assert normalized(w.execute(sql.format("md_read")).fetchall()) == normalized(p.execute(sql.format(inner)).fetchall())
     finally:
         w.execute("DROP MATERIALIZED VIEW IF EXISTS md_read")
 
@@ -216,8 +187,8 @@ def test_index_lookup_and_subscribe(both, server: WeirServer) -> None:  # noqa: 
                 time.sleep(3)
             for where in wheres:
                 sql = "SELECT id, m FROM {} WHERE " + where
-                want = _text(p.execute(sql.replace("{}", inner, 1)).fetchall())
-                assert _text(w.execute(sql.replace("{}", "md_idx", 1)).fetchall()) == want, where
+                want = normalized(p.execute(sql.replace("{}", inner, 1)).fetchall())
+                assert normalized(w.execute(sql.replace("{}", "md_idx", 1)).fetchall()) == want, where
         with server.connect() as c:
             c.execute("BEGIN")
             c.execute("DECLARE cur CURSOR FOR SUBSCRIBE (SELECT id, ARRAY[a, b]::text AS t FROM ma WHERE id < 3)")

@@ -26,7 +26,7 @@ from weir.codec import interval_parse
 from weir.errors import SqlState, WeirError
 from weir.sql import infer, interval_sql
 from weir.sql.infer import Types
-from weir.sql.literals import literal
+from weir.sql.literals import literal, value_type
 from weir.sql.translate import raise_sql, refuse, spark_template
 
 # element types whose Spark `<=>` / `=` is PostgreSQL's equality, by category
@@ -293,3 +293,45 @@ HANDLERS = {
     exp.ArrayPosition: array_position, exp.ArrayRemove: array_remove, exp.DateBin: date_bin,
 }
 FUNCTIONS = {"array_positions": array_positions, "array_replace": array_replace}
+
+
+# operators and functions whose operands PostgreSQL resolves to one type: an untyped
+# literal among them takes an array operand's type ('{1,2}' = ARRAY[1,2], ARRAY[1] || '{2}')
+_BINARY_SAME_TYPE = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ,
+                     exp.DPipe, exp.Nullif)
+_LIST_SAME_TYPE = (exp.Coalesce, exp.Greatest, exp.Least)
+
+
+def unknown_literals_as_arrays(tree: exp.Expression, types: Types) -> list[exp.Expression]:
+    """Untyped string literals beside an array operand become arrays of its type, read as
+    PostgreSQL's array_in reads them (22P02 when malformed): Spark would compare or
+    concatenate the array with a string, or fail to. Of an array of string literals
+    (ARRAY['a']), the literal is text[], as PostgreSQL resolves both. Returns the literals
+    made (Spark-ready already)."""
+    made: list[exp.Expression] = []
+    for node in list(tree.find_all(*_BINARY_SAME_TYPE, exp.In, *_LIST_SAME_TYPE, exp.Case)):
+        if isinstance(node, _BINARY_SAME_TYPE):
+            operands = [node.this, node.expression]
+        elif isinstance(node, exp.In):
+            operands = [node.this, *node.expressions]
+        elif isinstance(node, exp.Case):
+            if node.this is not None:
+                continue  # CASE x WHEN ...: left to the comparisons it stands for
+            operands = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
+        else:
+            operands = [node.this, *node.expressions]
+        array_t = next((t for o in operands if o is not None and not _text_literal(o)
+                        and (t := types.of(o)) is not None and t.is_array), None)
+        if array_t is None:
+            continue
+        if _unknown_elements(array_t):
+            array_t = T.TEXT_ARRAY
+        for o in operands:
+            if o is not None and _text_literal(o) and types.of(o) is not None and types.of(o).oid == T.UNKNOWN.oid:  # type: ignore[union-attr]
+                base = T.array_of(array_t.element)  # type: ignore[arg-type]
+                value = codec.decode_text(o.this.encode(), base)
+                new = literal(value, base)
+                types.assign(new, value_type(value, base) if value is not None else base)
+                o.replace(new)
+                made.append(new)
+    return made

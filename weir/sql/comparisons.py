@@ -9,7 +9,7 @@ from sqlglot import exp
 from weir import codec
 from weir import types as T
 from weir.errors import SqlState, WeirError
-from weir.sql import infer, interval_sql, literals
+from weir.sql import catalog_format_type, infer, interval_sql, literals
 from weir.sql.infer import Types
 from weir.sql.translate import epoch_millis as _epoch_millis
 from weir.sql.translate import refuse as _refuse
@@ -24,7 +24,7 @@ def comparison(node: exp.Expression, types: Types) -> exp.Expression:
         if _is_mz_timestamp(other) and (infer.is_timestamp(mine) or infer.is_date(mine)):
             node.set(side, _epoch_millis(node.args[side]))
     if quantifier(node.expression) is None and ((a is not None and a.is_array) or (b is not None and b.is_array)):
-        return _array_comparison(node, a, b)
+        return _array_comparison(node, a, b, types)
     return quantified_subquery(node, types)
 
 
@@ -34,18 +34,97 @@ def array_order_key(x: exp.Expression) -> exp.Expression:
     return _spark("transform({a}, _weir_e -> named_struct('n', _weir_e IS NULL, 'v', _weir_e))", a=x)
 
 
-def _array_comparison(node: exp.Expression, a: T.PgType | None, b: T.PgType | None) -> exp.Expression:
+def _array_comparison(node: exp.Expression, a: T.PgType | None, b: T.PgType | None, types: Types) -> exp.Expression:
     """Arrays compared as PostgreSQL compares them: `=` / `<>` are Spark's (NULL elements
     equal each other in both); the order comparisons compare array_order_key()s. Arrays
     of records are refused (their fields' NULLs order as Spark orders them)."""
     for t in (a, b):  # an array of unknown type (ARRAY['a', NULL]) is ordered as the other
         if t is not None and (not t.is_array or t.element is None or t.element.oid == T.RECORD_OID):
             raise _refuse("comparison of arrays of these types")
+    left, right = unified_arrays([node.this, node.expression], types, _COMPARISON_SQL[type(node)])
+    node.set("this", left)
+    node.set("expression", right)
     if isinstance(node, (exp.EQ, exp.NEQ)):
         return node
     node.set("this", array_order_key(node.this))
     node.set("expression", array_order_key(node.expression))
     return node
+
+
+def _unknown_elements(t: T.PgType | None) -> bool:
+    return t is not None and t.element is not None and t.element.oid == T.UNKNOWN.oid
+
+
+def unified_arrays(operands: list[exp.Expression], types: Types, op: str) -> list[exp.Expression]:
+    """The operands of one comparison of arrays (=, <, IS DISTINCT FROM, IN ...), PostgreSQL's
+    way: arrays of one element type only (42883 otherwise: PostgreSQL casts no array type to
+    another implicitly; an array of string literals takes the other's type); numeric arrays
+    cast to one decimal type (Spark compares ARRAY<DECIMAL(2,1)> with ARRAY<DECIMAL(3,2)>
+    not at all)."""
+    typed = [(o, t) for o in operands if (t := types.of(o)) is not None and t.is_array and not _unknown_elements(t)]
+    if len(typed) < 2:
+        return operands
+    first = typed[0][1]
+    for _, t in typed[1:]:
+        if t.element.oid != first.element.oid:  # type: ignore[union-attr]
+            names = [catalog_format_type.TYPE_NAMES.get(x.oid, x.name) for x in (first, t)]
+            raise WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {names[0]} {op} {names[1]}",
+                            hint="No operator matches the given name and argument types. "
+                                 "You might need to add explicit type casts.")
+    if first.element.oid != T.NUMERIC.oid:  # type: ignore[union-attr]
+        return operands
+    digits = [(t.element.precision - (t.element.scale or 0), t.element.scale or 0)  # type: ignore[union-attr]
+              if t.element.precision is not None else (28, 10) for _, t in typed]  # type: ignore[union-attr]
+    whole, scale = max(d for d, _ in digits), max(f for _, f in digits)
+    common = T.numeric(min(38, whole + scale), scale)
+    out = []
+    for o in operands:
+        t = types.of(o)
+        if t is not None and t.is_array and not _unknown_elements(t):
+            cast = exp.Cast(this=o, to=exp.DataType.build(T.with_ndims(T.array_of(common), t.ndims).spark_ddl,
+                                                          dialect="spark"))
+            types.same_as(cast, o)
+            o = cast
+        out.append(o)
+    return out
+
+
+def same_typed_arrays(node: exp.Expression, types: Types) -> exp.Expression | None:
+    """IS [NOT] DISTINCT FROM and IN of arrays: of one array type (unified_arrays); None when
+    no array is compared (the next handler goes on)."""
+    if isinstance(node, exp.In):
+        if node.args.get("query") is not None or not node.expressions:
+            return None
+        operands = [node.this, *node.expressions]
+    else:
+        operands = [node.this, node.expression]
+    if not any((t := types.of(o)) is not None and t.is_array for o in operands):
+        return None
+    unified = unified_arrays(operands, types, "=")
+    node.set("this", unified[0])
+    if isinstance(node, exp.In):
+        node.set("expressions", unified[1:])
+    else:
+        node.set("expression", unified[1])
+    return node
+
+
+def extreme(node: exp.Expression, types: Types) -> exp.Expression | None:
+    """GREATEST / LEAST of arrays by array_order_key() (Spark's own order puts NULL elements
+    first), NULLs left out; None when no operand is an array."""
+    args = [node.this, *node.expressions]
+    ts = [types.of(a) for a in args]
+    if not any(t is not None and t.is_array for t in ts):
+        return None
+    elements = {t.element.oid for t in ts if t is not None and t.element is not None and not _unknown_elements(t)}
+    if len(elements) > 1 or any(t is not None and t.is_array and (t.ndims > 1 or t.element.oid == T.RECORD_OID)  # type: ignore[union-attr]
+                                for t in ts):  # PostgreSQL would cast int[] to bigint[]: weir does not
+        raise _refuse(f"{'greatest' if isinstance(node, exp.Greatest) else 'least'} of arrays of these types")
+    args = unified_arrays([a for a in args if not isinstance(a, exp.Null)], types, "=")
+    entries = [_spark("CASE WHEN {a} IS NOT NULL THEN named_struct('k', {k}, 'v', {a}) END",
+                      a=a, k=array_order_key(a)) for a in args]
+    chosen = "array_max" if isinstance(node, exp.Greatest) else "array_min"
+    return _spark(f"{chosen}(filter({{e}}, _weir_x -> _weir_x IS NOT NULL)).v", e=exp.Array(expressions=entries))
 
 
 def _is_mz_timestamp(t: T.PgType | None) -> bool:

@@ -219,6 +219,9 @@ def check(expr: exp.Expression) -> exp.Expression:
     order = list(tree.dfs())
     for node in order:
         types.of(node)
+    made = {id(n) for new in array_functions.unknown_literals_as_arrays(tree, types) for n in new.dfs()}
+    if made:
+        order = [n for n in tree.dfs() if id(n) not in made]
     tree = interval_ops.check(tree, types)
     for node in reversed(order):  # children before parents
         new = _visit(node, types)
@@ -368,6 +371,11 @@ _INTERVAL_HANDLERS: dict[type, Callable[[exp.Expression, Types], exp.Expression 
     exp.Least: interval_ops.extreme, exp.Window: interval_ops.partition_by, exp.Count: interval_ops.count_distinct}
 for _node, _handler in _INTERVAL_HANDLERS.items():
     _HANDLERS[_node] = _interval_first(_HANDLERS.get(_node, _unhandled), _handler)
+# arrays compared by IS DISTINCT FROM / IN, GREATEST / LEAST of arrays (weir.sql.comparisons)
+for _node in (exp.NullSafeEQ, exp.NullSafeNEQ, exp.In):
+    _HANDLERS[_node] = _interval_first(_HANDLERS[_node], comparisons.same_typed_arrays)
+for _node in (exp.Greatest, exp.Least):
+    _HANDLERS[_node] = _interval_first(_HANDLERS[_node], comparisons.extreme)
 for _node in (exp.Filter, exp.Window):  # an interval sum / avg whose fields took its FILTER / window
     _HANDLERS[_node] = _interval_first(_HANDLERS.get(_node, _unhandled), interval_ops.unwrapped)
 for _node in (exp.Add, exp.Sub, exp.Mul, exp.Div):  # float overflow / underflow: 22003 (weir.sql.float_ops)
