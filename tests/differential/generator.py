@@ -296,6 +296,11 @@ class Generator:
             "ARRAY[f]::text", "ARRAY[dt]::text", "ARRAY[ts]::text", "ARRAY[]::int[]::text",
             "ARRAY[s, '']::text", "ROW(i, s)::text", "ROW(dt, n, f)::text", "array_length(ARRAY[i, b], 1)",
             "s::bytea::text", "md5(coalesce(s, ''))", "ARRAY[i] < ARRAY[NULL::int]",
+            # untyped literals beside arrays, arrays ordered with NULL elements last
+            "ARRAY[i, 2] = '{1,2}'", "(ARRAY[i] || '{9}')::text", "ARRAY[i] IN ('{1}', '{2}')",
+            "coalesce(ARRAY[i], '{0}')::text", "ARRAY[s] IS DISTINCT FROM '{a}'", "ARRAY[n] = ARRAY[1.50]",
+            "greatest(ARRAY[i, NULL], ARRAY[i, 2])::text", "least(ARRAY[n], ARRAY[1.50], NULL)::text",
+            "ARRAY[d] > '{0.5}'",
         ]
         exprs = r.sample(forms, r.randint(1, 3))
         where = f" WHERE {self._pred('t1', T1)}" if r.random() < 0.2 else ""

@@ -1,5 +1,5 @@
 """Untyped literals beside arrays, compared with PostgreSQL 15: PostgreSQL resolves
-'{1,2}' in `a = '{1,2}'`, `a || '{3}'`, `x IN ('{1}')`, CASE, COALESCE and NULLIF to
+'{1,2}' in `a = '{1,2}'`, `a || '{3}'`, `x IN ('{1}')`, CASE, COALESCE, NULLIF, VALUES and UNION to
 the array operand's type and reads it with array_in (22P02 when it is not an array
 literal, as in `ARRAY[1] || '3'`). Arrays compare only with arrays of their own type
 (42883 otherwise); numeric arrays of any scales, and GREATEST / LEAST, as PostgreSQL orders
@@ -37,6 +37,11 @@ QUERIES = [
     "SELECT id, a = '{1,2}' AS e, a || '{9}' AS c, t = '{x,\"y z\"}' AS s, COALESCE(a, '{}') AS k, "
     "t || '{\"\"}' AS u FROM al",
     "SELECT id FROM al WHERE a = '{1,2}' OR t = '{}' OR a > '{1,3}'",
+    # a column of VALUES or of a set operation's branches
+    "SELECT ARRAY[1] AS a UNION SELECT '{2}'",
+    "SELECT x FROM (VALUES (ARRAY[1]), ('{2}'), (NULL)) v(x)",
+    "SELECT '{3}' AS a UNION ALL SELECT ARRAY[1] UNION ALL SELECT '{}'",
+    "SELECT id, a FROM al UNION ALL SELECT 9, '{7,NULL}' EXCEPT SELECT 1, '{1,2}'",
     # numeric arrays of different scales compare as numbers (Spark would not compare them)
     "SELECT ARRAY[1.5] = ARRAY[1.50] AS e, ARRAY[1.5] < ARRAY[1.50, 2] AS l, ARRAY[1::numeric(5,2)] = ARRAY[1.0] AS c, "
     "ARRAY[1.5] IS DISTINCT FROM ARRAY[1.50] AS d, ARRAY[1.5] IN (ARRAY[1.50]) AS i",

@@ -17,6 +17,8 @@ non-NULL source and origin."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from sqlglot import exp
 
 from weir import codec
@@ -302,6 +304,40 @@ _BINARY_SAME_TYPE = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Null
 _LIST_SAME_TYPE = (exp.Coalesce, exp.Greatest, exp.Least)
 
 
+def _same_type_groups(tree: exp.Expression) -> Iterator[list[exp.Expression | None]]:
+    """Groups of expressions PostgreSQL resolves to one type: an operator's or a function's
+    operands, CASE's results, a column of VALUES or of a set operation's branches."""
+    for node in list(tree.find_all(*_BINARY_SAME_TYPE, exp.In, *_LIST_SAME_TYPE, exp.Case, exp.Values,
+                                   exp.SetOperation)):
+        if isinstance(node, _BINARY_SAME_TYPE):
+            yield [node.this, node.expression]
+        elif isinstance(node, exp.In):
+            yield [node.this, *node.expressions]
+        elif isinstance(node, exp.Case):
+            if node.this is None:  # CASE x WHEN ...: left to the comparisons it stands for
+                yield [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
+        elif isinstance(node, exp.Values):
+            rows = [r.expressions for r in node.expressions if isinstance(r, exp.Tuple)]
+            yield from (list(column) for column in zip(*rows, strict=False))
+        elif isinstance(node, exp.SetOperation) and not isinstance(node.parent, exp.SetOperation):
+            leaves = list(_branches(node))
+            if all(isinstance(b, exp.Select) for b in leaves):
+                yield from ([p.this if isinstance(p, exp.Alias) else p for p in column]
+                            for column in zip(*(b.expressions for b in leaves), strict=False))
+        else:
+            yield [node.this, *node.expressions]
+
+
+def _branches(node: exp.Expression) -> Iterator[exp.Expression]:
+    while isinstance(node, exp.Subquery):
+        node = node.this
+    if isinstance(node, exp.SetOperation):
+        yield from _branches(node.this)
+        yield from _branches(node.expression)
+    else:
+        yield node
+
+
 def unknown_literals_as_arrays(tree: exp.Expression, types: Types) -> list[exp.Expression]:
     """Untyped string literals beside an array operand become arrays of its type, read as
     PostgreSQL's array_in reads them (22P02 when malformed): Spark would compare or
@@ -309,17 +345,7 @@ def unknown_literals_as_arrays(tree: exp.Expression, types: Types) -> list[exp.E
     (ARRAY['a']), the literal is text[], as PostgreSQL resolves both. Returns the literals
     made (Spark-ready already)."""
     made: list[exp.Expression] = []
-    for node in list(tree.find_all(*_BINARY_SAME_TYPE, exp.In, *_LIST_SAME_TYPE, exp.Case)):
-        if isinstance(node, _BINARY_SAME_TYPE):
-            operands = [node.this, node.expression]
-        elif isinstance(node, exp.In):
-            operands = [node.this, *node.expressions]
-        elif isinstance(node, exp.Case):
-            if node.this is not None:
-                continue  # CASE x WHEN ...: left to the comparisons it stands for
-            operands = [i.args.get("true") for i in node.args.get("ifs") or []] + [node.args.get("default")]
-        else:
-            operands = [node.this, *node.expressions]
+    for operands in _same_type_groups(tree):
         array_t = next((t for o in operands if o is not None and not _text_literal(o)
                         and (t := types.of(o)) is not None and t.is_array), None)
         if array_t is None:
