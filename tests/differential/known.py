@@ -42,6 +42,13 @@ def decimal_zeros(oid: int, v: str) -> str:
     return v
 
 
+def array_decimal_zeros(oid: int, v: str) -> str:
+    """An array's text with every decimal element without trailing fractional zeros."""
+    if not v.startswith("{"):
+        return v
+    return re.sub(r"(?<=[{,])-?\d+\.\d+(?=[,}])", lambda m: decimal_zeros(oid, m.group(0)), v)
+
+
 def numeric_scale(oid: int, v: str) -> str:
     """A numeric column's value without trailing fractional zeros."""
     return decimal_zeros(oid, v) if oid == NUMERIC else v
@@ -87,6 +94,9 @@ ALLOWED: tuple[Known, ...] = (
           normalise=numeric_scale),
     Known("numeric-text-trailing-zeros", "", "the same for numeric::text: PostgreSQL '1.50', weir '1.5'",
           normalise=decimal_zeros, query=r"\bn::text|numeric\)?::text|\|\|"),
+    Known("numeric-array-text-trailing-zeros", "",
+          "the same for the numeric elements of an array's text: PostgreSQL '{1.50}', weir '{1.5}'",
+          normalise=array_decimal_zeros, query=r"::text"),
     Known("numeric-scale-10", "",
           "weir's limit, not Materialize's (README, \"numeric\"): unconstrained numeric is a Spark "
           "DECIMAL(38,10), so a quotient, average, ln, log, exp or sqrt is PostgreSQL's value rounded "
