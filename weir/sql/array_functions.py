@@ -169,14 +169,14 @@ def containment(node: exp.Expression, types: Types) -> exp.Expression:
     for t in (a, b):
         if t is None or t.oid == T.UNKNOWN.oid:
             raise refuse(f"operator {op} with an operand of unknown type (write ARRAY[...] or cast it)")
-    if a.is_array and b.is_array and _unknown_elements(b):  # type: ignore[union-attr]
-        b = a if _unknown_elements(a) or _CATEGORY.get(a.element.oid) == "text" else b  # type: ignore[union-attr]
-    if a.is_array and b.is_array and _unknown_elements(a):  # type: ignore[union-attr]
+    if a.is_array and b.is_array and unknown_elements(b):  # type: ignore[union-attr]
+        b = a if unknown_elements(a) or _CATEGORY.get(a.element.oid) == "text" else b  # type: ignore[union-attr]
+    if a.is_array and b.is_array and unknown_elements(a):  # type: ignore[union-attr]
         a = b if _CATEGORY.get(b.element.oid) == "text" else a  # type: ignore[union-attr]
-    if _unknown_elements(a) and _unknown_elements(b):  # ARRAY['a'] @> ARRAY['b']: text[]
+    if unknown_elements(a) and unknown_elements(b):  # ARRAY['a'] @> ARRAY['b']: text[]
         a = b = T.TEXT_ARRAY
-    if _unknown_elements(a) or _unknown_elements(b):  # PostgreSQL reads the literals as the other's elements
-        raise refuse(f"operator {op} of an array of string literals and {b.name if _unknown_elements(a) else a.name}")  # type: ignore[union-attr]
+    if unknown_elements(a) or unknown_elements(b):  # PostgreSQL reads the literals as the other's elements
+        raise refuse(f"operator {op} of an array of string literals and {b.name if unknown_elements(a) else a.name}")  # type: ignore[union-attr]
     if not (a.is_array and b.is_array) or a.oid != b.oid:  # type: ignore[union-attr]
         raise WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {a.name} {op} {b.name}",  # type: ignore[union-attr]
                         hint="No operator matches the given name and argument types. "
@@ -195,7 +195,7 @@ def containment(node: exp.Expression, types: Types) -> exp.Expression:
 
 def _searchable(t: T.PgType | None) -> T.PgType | None:
     """An array type whose elements compare in Spark as in PostgreSQL (text[] for ARRAY['a'])."""
-    if _unknown_elements(t):
+    if unknown_elements(t):
         return T.TEXT_ARRAY
     return t if t is not None and t.is_array and t.element is not None and t.element.oid in _CATEGORY else None
 
@@ -209,7 +209,7 @@ def _array_literal(node: exp.Expression, t: T.PgType) -> exp.Expression:
     return literal(codec.decode_text(node.this.encode(), t), t)
 
 
-def _unknown_elements(t: T.PgType | None) -> bool:
+def unknown_elements(t: T.PgType | None) -> bool:
     """ARRAY['a', 'b']: an array of string literals, text[] beside text[] (or by itself)."""
     return t is not None and t.is_array and t.element is not None and t.element.oid == T.UNKNOWN.oid
 
@@ -350,7 +350,7 @@ def unknown_literals_as_arrays(tree: exp.Expression, types: Types) -> list[exp.E
                         and (t := types.of(o)) is not None and t.is_array), None)
         if array_t is None:
             continue
-        if _unknown_elements(array_t):
+        if unknown_elements(array_t):
             array_t = T.TEXT_ARRAY
         for o in operands:
             if o is not None and _text_literal(o) and types.of(o) is not None and types.of(o).oid == T.UNKNOWN.oid:  # type: ignore[union-attr]

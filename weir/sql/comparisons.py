@@ -10,6 +10,7 @@ from weir import codec
 from weir import types as T
 from weir.errors import SqlState, WeirError
 from weir.sql import catalog_format_type, infer, interval_sql, literals
+from weir.sql.array_functions import unknown_elements
 from weir.sql.infer import Types
 from weir.sql.translate import epoch_millis as _epoch_millis
 from weir.sql.translate import refuse as _refuse
@@ -51,17 +52,13 @@ def _array_comparison(node: exp.Expression, a: T.PgType | None, b: T.PgType | No
     return node
 
 
-def _unknown_elements(t: T.PgType | None) -> bool:
-    return t is not None and t.element is not None and t.element.oid == T.UNKNOWN.oid
-
-
 def unified_arrays(operands: list[exp.Expression], types: Types, op: str) -> list[exp.Expression]:
     """The operands of one comparison of arrays (=, <, IS DISTINCT FROM, IN ...), PostgreSQL's
     way: arrays of one element type only (42883 otherwise: PostgreSQL casts no array type to
     another implicitly; an array of string literals takes the other's type); numeric arrays
     cast to one decimal type (Spark compares ARRAY<DECIMAL(2,1)> with ARRAY<DECIMAL(3,2)>
     not at all)."""
-    typed = [(o, t) for o in operands if (t := types.of(o)) is not None and t.is_array and not _unknown_elements(t)]
+    typed = [(o, t) for o in operands if (t := types.of(o)) is not None and t.is_array and not unknown_elements(t)]
     if len(typed) < 2:
         return operands
     first = typed[0][1]
@@ -80,7 +77,7 @@ def unified_arrays(operands: list[exp.Expression], types: Types, op: str) -> lis
     out = []
     for o in operands:
         t = types.of(o)
-        if t is not None and t.is_array and not _unknown_elements(t):
+        if t is not None and t.is_array and not unknown_elements(t):
             cast = exp.Cast(this=o, to=exp.DataType.build(T.with_ndims(T.array_of(common), t.ndims).spark_ddl,
                                                           dialect="spark"))
             types.same_as(cast, o)
@@ -116,7 +113,7 @@ def extreme(node: exp.Expression, types: Types) -> exp.Expression | None:
     ts = [types.of(a) for a in args]
     if not any(t is not None and t.is_array for t in ts):
         return None
-    elements = {t.element.oid for t in ts if t is not None and t.element is not None and not _unknown_elements(t)}
+    elements = {t.element.oid for t in ts if t is not None and t.element is not None and not unknown_elements(t)}
     if len(elements) > 1 or any(t is not None and t.is_array and (t.ndims > 1 or t.element.oid == T.RECORD_OID)  # type: ignore[union-attr]
                                 for t in ts):  # PostgreSQL would cast int[] to bigint[]: weir does not
         raise _refuse(f"{'greatest' if isinstance(node, exp.Greatest) else 'least'} of arrays of these types")
