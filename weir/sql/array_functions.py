@@ -29,7 +29,7 @@ from weir.errors import SqlState, WeirError
 from weir.sql import infer, interval_sql
 from weir.sql.infer import Types
 from weir.sql.literals import literal, value_type
-from weir.sql.translate import raise_sql, refuse, spark_template
+from weir.sql.translate import raise_sql, refuse, spark_template, undefined_operator
 
 # element types whose Spark `<=>` / `=` is PostgreSQL's equality, by category
 _CATEGORY: dict[int, str] = {
@@ -178,9 +178,7 @@ def containment(node: exp.Expression, types: Types) -> exp.Expression:
     if unknown_elements(a) or unknown_elements(b):  # PostgreSQL reads the literals as the other's elements
         raise refuse(f"operator {op} of an array of string literals and {b.name if unknown_elements(a) else a.name}")  # type: ignore[union-attr]
     if not (a.is_array and b.is_array) or a.oid != b.oid:  # type: ignore[union-attr]
-        raise WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {a.name} {op} {b.name}",  # type: ignore[union-attr]
-                        hint="No operator matches the given name and argument types. "
-                             "You might need to add explicit type casts.")
+        raise undefined_operator(a.name, op, b.name)  # type: ignore[union-attr]
     if a.element is None or a.element.oid not in _CATEGORY:  # type: ignore[union-attr]
         raise refuse(f"operator {op} of {a.name}")  # type: ignore[union-attr]
     if isinstance(node, exp.ArrayContainedBy):
@@ -204,9 +202,14 @@ def _text_literal(node: exp.Expression) -> bool:
     return isinstance(node, exp.Literal) and node.is_string
 
 
-def _array_literal(node: exp.Expression, t: T.PgType) -> exp.Expression:
-    """'{1,NULL}' as an array of type t, read as PostgreSQL's array_in reads it (22P02 as its)."""
-    return literal(codec.decode_text(node.this.encode(), t), t)
+def _array_literal(node: exp.Expression, t: T.PgType, types: Types | None = None) -> exp.Expression:
+    """'{1,NULL}' as an array of type t, read as PostgreSQL's array_in reads it (22P02 as its);
+    with `types`, the literal's type (its dimensions the value's) is recorded there."""
+    value = codec.decode_text(node.this.encode(), t)
+    out = literal(value, t)
+    if types is not None:
+        types.assign(out, value_type(value, t) if value is not None else t)
+    return out
 
 
 def unknown_elements(t: T.PgType | None) -> bool:
@@ -354,10 +357,7 @@ def unknown_literals_as_arrays(tree: exp.Expression, types: Types) -> list[exp.E
             array_t = T.TEXT_ARRAY
         for o in operands:
             if o is not None and _text_literal(o) and types.of(o) is not None and types.of(o).oid == T.UNKNOWN.oid:  # type: ignore[union-attr]
-                base = T.array_of(array_t.element)  # type: ignore[arg-type]
-                value = codec.decode_text(o.this.encode(), base)
-                new = literal(value, base)
-                types.assign(new, value_type(value, base) if value is not None else base)
+                new = _array_literal(o, T.array_of(array_t.element), types)  # type: ignore[arg-type]
                 o.replace(new)
                 made.append(new)
     return made

@@ -15,6 +15,7 @@ from weir.sql.infer import Types
 from weir.sql.translate import epoch_millis as _epoch_millis
 from weir.sql.translate import refuse as _refuse
 from weir.sql.translate import spark_template as _spark
+from weir.sql.translate import undefined_operator
 
 
 def comparison(node: exp.Expression, types: Types) -> exp.Expression:
@@ -65,9 +66,7 @@ def unified_arrays(operands: list[exp.Expression], types: Types, op: str) -> lis
     for _, t in typed[1:]:
         if t.element.oid != first.element.oid:  # type: ignore[union-attr]
             names = [catalog_format_type.TYPE_NAMES.get(x.oid, x.name) for x in (first, t)]
-            raise WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {names[0]} {op} {names[1]}",
-                            hint="No operator matches the given name and argument types. "
-                                 "You might need to add explicit type casts.")
+            raise undefined_operator(names[0], op, names[1])
     if first.element.oid != T.NUMERIC.oid:  # type: ignore[union-attr]
         return operands
     digits = [(t.element.precision - (t.element.scale or 0), t.element.scale or 0)  # type: ignore[union-attr]

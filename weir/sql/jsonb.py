@@ -23,7 +23,7 @@ from weir.codec import json as cjson
 from weir.errors import SqlState, WeirError
 from weir.sql import infer, translate_arrays, udf_calls
 from weir.sql.infer import Types
-from weir.sql.translate import refuse, spark_template
+from weir.sql.translate import refuse, spark_template, undefined_operator
 
 UDF = "weir_jsonb"
 
@@ -59,9 +59,7 @@ def type_name(t: T.PgType | None) -> str:
 
 def no_operator(node: exp.Expression, op: str, types: Types) -> WeirError:
     a, b = types.of(node.this), types.of(node.args.get("expression"))
-    return WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {type_name(a)} {op} {type_name(b)}",
-                     hint="No operator matches the given name and argument types. "
-                          "You might need to add explicit type casts.")
+    return undefined_operator(type_name(a), op, type_name(b))
 
 
 def is_unknown_literal(node: exp.Expression, types: Types) -> bool:

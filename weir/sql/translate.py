@@ -139,9 +139,7 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
         raise _refuse("operator || on jsonb")
     if a is not None and b is not None and not (_text_operand(a) or _text_operand(b)):
         # PostgreSQL's || concatenates text with anything, never two non-text values
-        raise WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {a.name} || {b.name}",
-                        hint="No operator matches the given name and argument types. "
-                             "You might need to add explicit type casts.")
+        raise undefined_operator(a.name, "||", b.name)
     for key, t in (("this", a), ("expression", b)):
         if infer.is_numeric(t) or infer.is_float(t):  # as its text output
             text = exp.Cast(this=node.args[key], to=exp.DataType.build("TEXT"))
@@ -153,6 +151,13 @@ def dpipe(node: exp.Expression, types: Types) -> exp.Expression:
 
 def _text_operand(t: T.PgType) -> bool:
     return infer.is_text(t) or t.oid == T.UNKNOWN.oid
+
+
+def undefined_operator(left: str, op: str, right: str) -> WeirError:
+    """PostgreSQL's 42883 for an operator with no implementation of those operand types."""
+    return WeirError(SqlState.UNDEFINED_FUNCTION, f"operator does not exist: {left} {op} {right}",
+                     hint="No operator matches the given name and argument types. "
+                          "You might need to add explicit type casts.")
 
 
 def undefined_function(name: str, node: exp.Expression, types: Types) -> WeirError:
