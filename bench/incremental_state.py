@@ -27,6 +27,7 @@ Each incremental strategy's changes, summed, must equal the recompute's final an
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
@@ -38,6 +39,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -213,6 +215,85 @@ class CachedState:
                                                         strict=True), strict=True))
 
 
+RUNS_OUT = "k long, s long, n long, wt long, wd long, part int, runs string"
+PARTITIONS = 4
+
+
+def _runs_task(directory: str, manifest: dict[int, list[str]], version: int, t: int | None) -> Any:
+    """One Spark task per key partition: apply its updates to its runs, emit -old / +new per
+    touched group (at the update's time, or `t`) and, last, the runs it now has."""
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        from weir.compute.replica.incremental import runs as r
+
+        got = [b for b in batches if b.num_rows]
+        if not got:
+            return
+        table = pa.Table.from_batches(got)
+        p = TaskContext.get().partitionId()
+        keys, before, after, files = r.apply_changes(
+            manifest.get(p, []), directory, p, version, ("s", "n"), table.column("k").to_numpy(),
+            (table.column("s").to_numpy(), table.column("n").to_numpy()))
+        old, new = before[1] > 0, after[1] > 0
+        at = t if t is not None else int(table.column("wt")[0].as_py())
+        k = np.concatenate([keys[old], keys[new]])
+        yield pa.record_batch({
+            "k": k, "s": np.concatenate([before[0][old], after[0][new]]),
+            "n": np.concatenate([before[1][old], after[1][new]]),
+            "wt": np.full(len(k), at, np.int64),
+            "wd": np.concatenate([np.full(int(old.sum()), -1, np.int64), np.ones(int(new.sum()), np.int64)]),
+            "part": pa.nulls(len(k), pa.int32()), "runs": pa.nulls(len(k), pa.string())})
+        yield pa.record_batch({"k": pa.nulls(1, pa.int64()), "s": pa.nulls(1, pa.int64()),
+                               "n": pa.nulls(1, pa.int64()), "wt": pa.nulls(1, pa.int64()),
+                               "wd": pa.nulls(1, pa.int64()), "part": pa.array([p], pa.int32()),
+                               "runs": pa.array([json.dumps(files)])})
+
+    return task
+
+
+class RunsState:
+    """The groups as sorted runs per key partition, on the executors, checkpointed as Arrow
+    files (weir.compute.replica.incremental.runs): one Spark job per tick, vectorised per
+    partition, state touched only at the tick's keys."""
+
+    def __init__(self, spark: Any, hydration: str, base: str) -> None:
+        from weir.compute.replica.incremental.runs import Manifest
+
+        self.spark = spark
+        self.manifest = Manifest(os.path.join(base, "state-runs"), PARTITIONS, ("groups",))
+        self.changes: list[pa.Table] = []
+        self._run(hydration, 0)
+
+    def _run(self, path: str, t: int | None) -> None:
+        import pyarrow.compute as pc
+
+        m = self.manifest
+        df = self.spark.read.parquet(path).selectExpr("k", "v * wd AS s", "wd AS n", "wt")
+        out = df.repartition(PARTITIONS, "k").mapInArrow(
+            _runs_task(os.path.join(m.directory, "groups"), dict(m.runs["groups"]), m.version + 1, t), RUNS_OUT).toArrow()
+        meta = out.filter(pc.is_valid(out.column("part")))
+        for p, runs in zip(meta.column("part").to_pylist(), meta.column("runs").to_pylist(), strict=True):
+            m.record("groups", p, json.loads(runs))
+        m.version += 1
+        m.save()
+        self.changes.append(out.filter(pc.is_null(out.column("part"))).select(COLUMNS))
+
+    def tick(self, path: str) -> None:
+        self._run(path, None)
+
+    def groups(self) -> Groups:
+        count: dict[tuple[int, int, int], int] = {}
+        for t in self.changes:
+            for k, s, n, _, d in zip(*(t.column(c).to_pylist() for c in COLUMNS), strict=True):
+                count[(k, s, n)] = count.get((k, s, n), 0) + d
+        return {k: (s, n) for (k, s, n), c in count.items() if c}
+
+    def state_bytes(self) -> int:
+        return sum(self.manifest.state_bytes().values())
+
+
 def _pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, round(p * (len(xs) - 1)))]
@@ -224,14 +305,16 @@ def main() -> None:
     ap.add_argument("--keys", type=int, default=10_000)
     ap.add_argument("--ticks", type=int, default=12)
     ap.add_argument("--tick-rows", type=int, default=1000)
+    ap.add_argument("--strategies", default="runs,cached,recompute",
+                    help="of tws, apply, cached, runs, recompute (recompute always runs: the answer)")
     args = ap.parse_args()
     load0 = os.getloadavg()
     base = tempfile.mkdtemp(prefix="weir-incremental-")
     rng = random.Random(28)
+    chosen = [s for s in args.strategies.split(",") if s and s != "recompute"]
     try:
         spark = _session(base)
-        strategies = ("tws", "apply")
-        dirs = {s: os.path.join(base, f"in-{s}") for s in (*strategies, "cached", "recompute")}
+        dirs = {s: os.path.join(base, f"in-{s}") for s in (*chosen, "recompute")}
         for d in dirs.values():
             os.makedirs(d)
         keys = list(range(args.rows))
@@ -240,36 +323,41 @@ def main() -> None:
         for tick in range(args.ticks):
             ks = [rng.randrange(args.keys) for _ in range(args.tick_rows)]
             ticks.append((ks, [rng.randrange(100) for _ in ks], tick + 2, [rng.choice((1, 1, -1)) for _ in ks]))
-        timings: dict[str, list[float]] = {s: [] for s in (*strategies, "cached", "recompute")}
+        timings: dict[str, list[float]] = {s: [] for s in (*chosen, "recompute")}
         hydration: dict[str, float] = {}
         answers: dict[str, Groups] = {}
-        for name in strategies:  # one at a time: they would share the one core
+        state: dict[str, str] = {}
+        for name in chosen:  # one at a time: they would share the one core
             _write(dirs[name], "0", *hydrate)
-            t0 = time.monotonic()
-            stream = Stream(spark, name, dirs[name], base)
-            stream.wait_for(1)
-            hydration[name] = time.monotonic() - t0
-            for i, batch in enumerate(ticks):
-                n = len(stream.batches)
+            if name in ("tws", "apply"):
                 t0 = time.monotonic()
-                _write(dirs[name], str(i + 1), *batch)
-                stream.wait_for(n + 1)
-                timings[name].append(time.monotonic() - t0)
-            stream.query.stop()
-            answers[name] = stream.groups()
-            print(f"{name}: hydration {hydration[name]:.2f} s, ticks {[round(x, 3) for x in timings[name]]}", flush=True)
-        _write(dirs["cached"], "0", *hydrate)
-        t0 = time.monotonic()
-        cached = CachedState(spark, os.path.join(dirs["cached"], "0.parquet"))
-        hydration["cached"] = time.monotonic() - t0
-        for i, batch in enumerate(ticks):
-            _write(dirs["cached"], str(i + 1), *batch)
-            t0 = time.monotonic()
-            cached.tick(os.path.join(dirs["cached"], f"{i + 1}.parquet"))
-            timings["cached"].append(time.monotonic() - t0)
-        answers["cached"] = cached.groups()
-        print(f"cached: hydration {hydration['cached']:.2f} s, ticks {[round(x, 3) for x in timings['cached']]}",
-              flush=True)
+                stream = Stream(spark, name, dirs[name], base)
+                stream.wait_for(1)
+                hydration[name] = time.monotonic() - t0
+                for i, batch in enumerate(ticks):
+                    n = len(stream.batches)
+                    t0 = time.monotonic()
+                    _write(dirs[name], str(i + 1), *batch)
+                    stream.wait_for(n + 1)
+                    timings[name].append(time.monotonic() - t0)
+                stream.query.stop()
+                answers[name] = stream.groups()
+            else:
+                t0 = time.monotonic()
+                first = os.path.join(dirs[name], "0.parquet")
+                kept = CachedState(spark, first) if name == "cached" else RunsState(spark, first, base)
+                hydration[name] = time.monotonic() - t0
+                for i, batch in enumerate(ticks):
+                    _write(dirs[name], str(i + 1), *batch)
+                    t0 = time.monotonic()
+                    kept.tick(os.path.join(dirs[name], f"{i + 1}.parquet"))
+                    timings[name].append(time.monotonic() - t0)
+                answers[name] = kept.groups()
+                if isinstance(kept, RunsState):
+                    state[name] = (f"{sum(len(r) for r in kept.manifest.runs['groups'].values())} runs, "
+                                   f"{kept.state_bytes() / 1e6:.1f} MB")
+            print(f"{name}: hydration {hydration[name]:.2f} s, ticks {[round(x, 3) for x in timings[name]]}",
+                  flush=True)
         _write(dirs["recompute"], "0", *hydrate)
         t0 = time.monotonic()
         _recompute(spark, dirs["recompute"])
@@ -279,14 +367,15 @@ def main() -> None:
             t0 = time.monotonic()
             final = _recompute(spark, dirs["recompute"])
             timings["recompute"].append(time.monotonic() - t0)
-        for name in (*strategies, "cached"):
+        for name in chosen:
             assert answers[name] == final, f"{name}: its changes do not sum to the recompute's answer"
         load1 = os.getloadavg()
         print(f"GROUP BY sum/count over {args.rows:,} rows ({args.keys:,} groups), {args.ticks} ticks of "
               f"{args.tick_rows:,} updates; load average {load0[0]:.1f} at start, {load1[0]:.1f} at end")
-        print(f"{'strategy':10} {'hydration s':>12} {'tick p50 s':>11} {'tick p99 s':>11}")
+        print(f"{'strategy':10} {'hydration s':>12} {'tick p50 s':>11} {'tick p99 s':>11}  state")
         for name, xs in timings.items():
-            print(f"{name:10} {hydration[name]:12.2f} {statistics.median(xs):11.3f} {_pct(xs, 0.99):11.3f}")
+            print(f"{name:10} {hydration[name]:12.2f} {statistics.median(xs):11.3f} {_pct(xs, 0.99):11.3f}  "
+                  f"{state.get(name, '')}")
         print("answers: every incremental strategy's changes sum to the recompute's final answer")
     finally:
         shutil.rmtree(base, ignore_errors=True)

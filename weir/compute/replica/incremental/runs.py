@@ -1,0 +1,260 @@
+"""Accumulable per-key state of an incremental operator, kept on Spark's executors.
+
+The state of one partition (keys hash-partitioned as Spark's `repartition(P, key)` does)
+is a short list of sorted runs: immutable Arrow IPC files of `key` + accumulator columns,
+one row per key, written by the task that made them under the dataflow's state
+directory. A key's value is the sum of its rows across the runs (count, sum: Materialize's
+"accumulable" reductions). A tick appends the run of its own changes and merges runs of
+similar size (a geometric LSM), so its cost follows the keys it touches, not the state's
+size. Runs are read once per executor's Python worker and kept there (`_CACHE`, by path:
+a path never changes its contents), so a worker that sees its partition again reads
+nothing; a worker that does not (another executor, a restart) reads the files.
+
+Which runs make up a partition at a version is the driver's business: tasks report the
+runs they leave, the driver records them (`Manifest`) after the tick's job succeeded and
+passes them to the next tick's tasks, so a failed or retried task changes nothing visible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+KEY = "key"
+MERGE_RATIO = 2  # a run is merged into the one before it while that one is at most twice its size
+CACHE_RUNS = 256
+
+
+@dataclass(frozen=True)
+class Run:
+    """Sorted, unique keys and their accumulators."""
+
+    keys: np.ndarray
+    values: tuple[np.ndarray, ...]
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes + sum(v.nbytes for v in self.values))
+
+
+def accumulate(keys: np.ndarray, values: Sequence[np.ndarray]) -> Run:
+    """One row per key, its values summed; keys whose values all sum to 0 are dropped."""
+    if len(keys) == 0:
+        return Run(np.empty(0, np.int64), tuple(np.empty(0, np.int64) for _ in values))
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    sums = [np.zeros(len(uniq), np.int64) for _ in values]
+    for s, v in zip(sums, values, strict=True):
+        np.add.at(s, inverse, v)
+    live = np.zeros(len(uniq), bool)
+    for s in sums:
+        live |= s != 0
+    return Run(uniq[live], tuple(s[live] for s in sums))
+
+
+def lookup(runs: Iterable[Run], keys: np.ndarray, width: int) -> tuple[np.ndarray, ...]:
+    """The current accumulators of `keys` (sorted or not): the sum of their rows in every run."""
+    out = tuple(np.zeros(len(keys), np.int64) for _ in range(width))
+    for run in runs:
+        if not len(run):
+            continue
+        at = np.searchsorted(run.keys, keys)
+        at_c = np.minimum(at, len(run) - 1)
+        hit = run.keys[at_c] == keys
+        for o, v in zip(out, run.values, strict=True):
+            o[hit] += v[at_c[hit]]
+    return out
+
+
+def merged(runs: Sequence[Run]) -> Run:
+    keys = np.concatenate([r.keys for r in runs])
+    width = len(runs[0].values)
+    return accumulate(keys, [np.concatenate([r.values[i] for r in runs]) for i in range(width)])
+
+
+def _compacted(runs: list[Run], files: list[str | None]) -> tuple[list[Run], list[str | None]]:
+    """Merge the newest runs while the one before is not much bigger (a geometric LSM: each
+    key is merged O(log n) times over its life); a merged run has no file yet (None)."""
+    while len(runs) >= 2 and len(runs[-2]) <= MERGE_RATIO * len(runs[-1]):
+        runs, files = [*runs[:-2], merged(runs[-2:])], [*files[:-2], None]
+    return runs, files
+
+
+# ---- files and the executor's cache ------------------------------------------------------
+
+_CACHE: OrderedDict[str, Run] = OrderedDict()
+
+
+def write_run(path: str, run: Run, names: Sequence[str]) -> None:
+    """Write atomically (a retried task rewrites the same path with the same contents)."""
+    table = pa.table({KEY: run.keys, **{n: v for n, v in zip(names, run.values, strict=True)}})
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with pa.OSFile(tmp, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    os.replace(tmp, path)
+    _remember(path, run)
+
+
+def read_run(path: str) -> Run:
+    run = _CACHE.get(path)
+    if run is not None:
+        _CACHE.move_to_end(path)
+        return run
+    with pa.memory_map(path) as source:
+        table = ipc.open_file(source).read_all()
+    run = Run(table.column(0).to_numpy(), tuple(c.to_numpy() for c in table.columns[1:]))
+    _remember(path, run)
+    return run
+
+
+def _remember(path: str, run: Run) -> None:
+    _CACHE[path] = run
+    _CACHE.move_to_end(path)
+    while len(_CACHE) > CACHE_RUNS:
+        _CACHE.popitem(last=False)
+
+
+@dataclass
+class Manifest:
+    """Which run files make up each partition of each of a dataflow's stateful operators
+    (`op`: its runs live in `directory/op`), at `version`: the dataflow's checkpoint."""
+
+    directory: str
+    partitions: int
+    ops: tuple[str, ...]
+    version: int = 0
+    runs: dict[str, dict[int, list[str]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for op in self.ops:
+            self.runs.setdefault(op, {})
+            os.makedirs(os.path.join(self.directory, op), exist_ok=True)
+
+    def record(self, op: str, partition: int, files: Sequence[str]) -> None:
+        """A task's report of the runs it left (applied once its job succeeded)."""
+        self.runs[op][partition] = list(files)
+
+    def save(self) -> None:
+        """The checkpoint, atomically, then the run files no partition lists any more."""
+        path = os.path.join(self.directory, "manifest.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump({"version": self.version, "partitions": self.partitions,
+                       "runs": {op: {str(p): r for p, r in parts.items()} for op, parts in self.runs.items()}}, f)
+        os.replace(path + ".tmp", path)
+        for op, parts in self.runs.items():
+            keep = {n for files in parts.values() for n in files}
+            for name in os.listdir(os.path.join(self.directory, op)):
+                if name not in keep:
+                    try:
+                        os.remove(os.path.join(self.directory, op, name))
+                    except OSError:
+                        pass
+
+    @classmethod
+    def load(cls, directory: str) -> Manifest | None:
+        """The last checkpoint, or None if there is none or a run it names is missing (then
+        the state is rebuilt from the inputs, never trusted)."""
+        try:
+            with open(os.path.join(directory, "manifest.json")) as f:
+                doc = json.load(f)
+            runs = {op: {int(p): list(files) for p, files in parts.items()} for op, parts in doc["runs"].items()}
+        except (OSError, ValueError, KeyError, AttributeError):
+            return None
+        if not all(os.path.exists(os.path.join(directory, op, n))
+                   for op, parts in runs.items() for files in parts.values() for n in files):
+            return None
+        return cls(directory, int(doc["partitions"]), tuple(runs), int(doc["version"]), runs)
+
+    def state_bytes(self) -> dict[str, int]:
+        return {op: sum(os.path.getsize(os.path.join(self.directory, op, n))
+                        for files in parts.values() for n in files) for op, parts in self.runs.items()}
+
+
+def apply_changes(manifest_runs: Sequence[str], directory: str, partition: int, version: int,
+                  names: Sequence[str], keys: np.ndarray,
+                  deltas: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[np.ndarray, ...],
+                                                         tuple[np.ndarray, ...], list[str]]:
+    """One partition's tick: the touched keys, their accumulators before and after, and the
+    run files the partition is made of afterwards (the new ones written)."""
+    runs = [read_run(os.path.join(directory, n)) for n in manifest_runs]
+    delta = accumulate(keys, deltas)
+    before = lookup(runs, delta.keys, len(names))
+    after = tuple(b + d for b, d in zip(before, delta.values, strict=True))
+    if not len(delta):
+        return delta.keys, before, after, list(manifest_runs)
+    runs, files = _compacted([*runs, delta], [*manifest_runs, None])
+    name = f"p{partition}-v{version}.arrow"
+    write_run(os.path.join(directory, name), runs[-1], names)
+    files[-1] = name
+    return delta.keys, before, after, [f for f in files if f is not None]
+
+
+# ---- arrangements: rows by key, several per key, each with its weight ----------------------
+# A run of an arrangement is a Run whose keys repeat and whose last value column is the
+# rows' weights; the other value columns are the rows.
+
+
+def consolidated_rows(keys: np.ndarray, values: Sequence[np.ndarray]) -> Run:
+    """Rows sorted by key then columns, identical rows' weights summed, zero weights dropped."""
+    *columns, weights = values
+    if len(keys) == 0:
+        return Run(np.empty(0, np.int64), tuple(np.empty(0, np.int64) for _ in values))
+    order = np.lexsort((*reversed(columns), keys))
+    keys, columns, weights = keys[order], [c[order] for c in columns], weights[order]
+    first = np.empty(len(keys), bool)
+    first[0] = True
+    first[1:] = keys[1:] != keys[:-1]
+    for c in columns:
+        first[1:] |= c[1:] != c[:-1]
+    starts = np.flatnonzero(first)
+    sums = np.add.reduceat(weights, starts)
+    live = sums != 0
+    return Run(keys[starts][live], (*(c[starts][live] for c in columns), sums[live]))
+
+
+def matches(runs: Iterable[Run], keys: np.ndarray) -> list[tuple[np.ndarray, Run, np.ndarray]]:
+    """Every (index into `keys`, run, index into the run) whose keys are equal: the rows of
+    an arrangement an equi-join's delta meets, found by binary search (never a scan)."""
+    out = []
+    for run in runs:
+        if not len(run):
+            continue
+        lo = np.searchsorted(run.keys, keys, "left")
+        count = np.searchsorted(run.keys, keys, "right") - lo
+        total = int(count.sum())
+        if not total:
+            continue
+        ends = np.cumsum(count)
+        at = np.repeat(lo - (ends - count), count) + np.arange(total)
+        out.append((np.repeat(np.arange(len(keys)), count), run, at))
+    return out
+
+
+def _compacted_rows(runs: list[Run], files: list[str | None]) -> tuple[list[Run], list[str | None]]:
+    while len(runs) >= 2 and len(runs[-2]) <= MERGE_RATIO * len(runs[-1]):
+        both = runs[-2:]
+        width = len(both[0].values)
+        runs = [*runs[:-2], consolidated_rows(np.concatenate([r.keys for r in both]),
+                                              [np.concatenate([r.values[i] for r in both]) for i in range(width)])]
+        files = [*files[:-2], None]
+    return runs, files
+
+
+def arrange(runs: list[Run], files: Sequence[str], delta: Run, directory: str, name: str,
+            names: Sequence[str]) -> tuple[list[Run], list[str]]:
+    """The arrangement with `delta` applied: its runs and their files (the new one written)."""
+    if not len(delta):
+        return runs, list(files)
+    runs, out = _compacted_rows([*runs, delta], [*files, None])
+    write_run(os.path.join(directory, name), runs[-1], names)
+    out[-1] = name
+    return runs, [f for f in out if f is not None]
