@@ -43,6 +43,12 @@ def is_linear(q: exp.Expression) -> bool:
     return froms is not None and isinstance(froms.this, exp.Table)
 
 
+def grouped(q: exp.Expression) -> bool:
+    """A GROUP BY: the replica maintains it from deltas if its aggregates allow (count, sum
+    of integers: weir.compute.replica.incremental.reduce), else recomputes."""
+    return isinstance(q, exp.Select) and bool(q.args.get("group"))
+
+
 def dataflow_sql(session: Session, plan: QueryPlan, *, temporal: bool = False) -> str:
     """The Spark SQL a dataflow runs for the planned query (no parameters; session
     functions take the creating session's values; with a temporal filter, mz_now() is
@@ -119,7 +125,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         definition["thresholds_sql"] = dataflow_sql(session, planning.plan(session, thresholds))
         strategy = "recompute"
     else:
-        strategy = "linear" if is_linear(qualified) else "recompute"
+        strategy = "linear" if is_linear(qualified) else "reduce" if grouped(qualified) else "recompute"
     definition["strategy"] = strategy
     as_of = query.choose_timestamp(session, inputs, for_write=True)
     hold = coord.storage.acquire_read_hold(list(inputs), as_of)  # before any await

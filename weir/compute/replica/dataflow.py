@@ -56,10 +56,12 @@ from weir.compute.replica.dataflow_errors import ErrorStream, data_error, state_
 from weir.compute.replica.dataflow_spec import (
     LINEAR,
     RECOMPUTE,
+    REDUCE,
     DataflowSpec,
 )
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import translate
+from weir.compute.replica.incremental import reduce as reduction
 from weir.compute.replica.linear import NotLinear, linear_rewrite
 from weir.compute.replica.plan_ids import PinnedNode
 from weir.compute.replica.temporal import Thresholds
@@ -113,6 +115,7 @@ class Dataflow:
         self.hydration_job: Any = None
         self._hydrating = True  # until the first computation (the snapshot) is done
         self._linear_sql: str | None = None
+        self._reduce: reduction.Reduce | None = None
         self._schema: Any = None
         self._out: Shard
         self._out_plans: io.Planner
@@ -164,7 +167,11 @@ class Dataflow:
         self.columns = [f.name for f in self._schema.fields]
         if spec.strategy == LINEAR and self._thresholds is None:  # a temporal filter recomputes
             self._linear_sql = self._linear()
-        self.effective_strategy = LINEAR if self._linear_sql else RECOMPUTE
+        if spec.strategy == REDUCE and self._thresholds is None:
+            self._reduce = reduction.build(self.spec.dataflow_id, self.spec.sql,
+                                           [(i.name, i.columns) for i in self._inputs], self._schema,
+                                           self.engine.new_session, self.engine.shuffle_partitions())
+        self.effective_strategy = LINEAR if self._linear_sql else REDUCE if self._reduce else RECOMPUTE
         self._pin_plan(lambda session, t: temporal.query(session, spec.sql, t, self._thresholds is not None))
         self.prepared = True
 
@@ -286,6 +293,8 @@ class Dataflow:
                 self._wake.clear()
         finally:
             self._drop_prev()
+            if self._reduce is not None:
+                self._reduce.close()
             try:
                 sc.removeJobTag(self.tag)
             except Exception:  # the session may be stopping
@@ -378,8 +387,12 @@ class Dataflow:
             try:
                 if self._linear_sql is not None and lower > self.spec.as_of and since < lower and not erring:
                     updates = self._apply_linear(plans, lower, upper)
+                elif self._reduce is not None and (lower <= self.spec.as_of or since < lower) and not erring:
+                    updates, result = self._apply_reduce(plans, ordered, lower, upper, floor)
                 else:
                     updates, result = self._recompute(plans, ordered, lower)
+                    if self._reduce is not None:
+                        self._reduce.stale = True
             except Exception as e:
                 failed = self._data_error(e)
                 if failed is None:
@@ -396,12 +409,22 @@ class Dataflow:
         try:
             self._out.compare_and_append(updates, lower, upper, epoch)
         except UpperMismatch as e:
+            if self._reduce is not None and result is None and e.current == upper and updates is not None:
+                # another replica wrote this very interval: its output is ours, so is our state
+                self._reduce.stale = False
+                self.stats["lost"] += 1
+                if self._errs is not None:
+                    self._errs.forget()
+                self._advance_to(upper)
+                return True
             self._lost_race(e.current, lower, upper, updates, result)
             return True
         except BaseException:
             _release(result)
             raise
         self.stats["appended"] += 1
+        if self._reduce is not None and failed is None and updates is not None and result is None:
+            self._reduce.stale = False  # it applied this interval, now appended
         if failed is None and self._narrow and not (self._errs is not None and self._errs.current()):
             self._narrow = False
         if ordered and failed is None:
@@ -420,6 +443,17 @@ class Dataflow:
         a query failing there: the output is read back when needed, as before."""
         plans = [inp.planner.plan(t + 1) for inp in self._inputs]
         if any(p.frontiers.since > t for p in plans):
+            return
+        if self._reduce is not None:
+            try:
+                self._reduce.rebuild(self.engine.new_session(), [(i.name, i.columns, p.files) for i, p in
+                                                                 zip(self._inputs, plans, strict=True)],
+                                     t, self._hydration_job)
+            except Exception as e:
+                if self.engine.jvm_gone(e) or self._stop.is_set():
+                    raise
+                log.info("dataflow %s: rebuilding its state at %d failed (%s)", self.spec.dataflow_id, t, e)
+                self._reduce.stale = True
             return
         try:
             updates, result = self._recompute(plans, [t], t + 1)
@@ -497,6 +531,31 @@ class Dataflow:
         data = io.linear_updates(session.sql(self._linear_sql), self._schema).toArrow()
         return io.output_updates(data, self._out.columns)
 
+    def _apply_reduce(self, plans: list[io.Plan], times: list[int], lower: int, upper: int,
+                      floor: int) -> tuple[pa.Table, Any]:
+        """The interval by the reduce strategy (a hydration: from empty state at `floor`);
+        if it gives up (an overflow, a hash collision, a bug), recompute from now on."""
+        reduce = self._reduce
+        assert reduce is not None
+        bound = [(inp.name, inp.columns, p.files) for inp, p in zip(self._inputs, plans, strict=True)]
+        reduce.stale = True  # until the interval is appended
+        try:
+            if lower <= self.spec.as_of:
+                data = reduce.hydrate(self.engine.new_session(), bound, floor, upper, self._hydration_job)
+            else:
+                changed = [(inp.name, inp.columns, p.changed) for inp, p in zip(self._inputs, plans, strict=True)]
+                data = reduce.advance(self.engine.new_session, bound, changed, lower, upper, self._hydration_job)
+        except Exception as e:
+            if self.engine.jvm_gone(e) or self._stop.is_set() or (
+                    not reduction.gave_up(e) and data_error(translate(e))):
+                raise  # a data error recompute would meet too: recorded as the view's error
+            level = logging.INFO if reduction.gave_up(e) else logging.WARNING
+            log.log(level, "dataflow %s: recomputing from now on (%s)", self.spec.dataflow_id, e)
+            reduce.close()
+            self._reduce, self.effective_strategy = None, RECOMPUTE
+            return self._recompute(plans, times, lower)
+        return io.output_updates(data, self._out.columns), None
+
     def _prev_at(self, lower: int) -> Any:
         """The output's contents at lower - 1 (cached; read from the shard when unknown)."""
         if self._prev is None:
@@ -533,6 +592,8 @@ class Dataflow:
     def _caught_up(self, current: int) -> None:
         """The output advanced to `current` without us: keep the cached contents only if
         nothing was appended since."""
+        if self._reduce is not None:
+            self._reduce.stale = True
         if self._prev is not None and self.upper is not None:
             if current < self.upper or self._out_plans.plan(current, self.upper).times:
                 self._drop_prev()

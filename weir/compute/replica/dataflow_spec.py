@@ -12,8 +12,8 @@ from weir.compute.replica import plan_ids
 from weir.compute.replica.plan_ids import PinnedNode
 from weir.errors import SqlState, WeirError
 
-RECOMPUTE, LINEAR, ARRANGE = "recompute", "linear", "arrange"
-STRATEGIES = (RECOMPUTE, LINEAR, ARRANGE)
+RECOMPUTE, LINEAR, ARRANGE, REDUCE = "recompute", "linear", "arrange", "reduce"
+STRATEGIES = (RECOMPUTE, LINEAR, ARRANGE, REDUCE)
 # An index's export: {"keys": [column positions], "columns": [{"name", "pg_type"}],
 # "direct": true when it arranges one stored collection as is (no Spark)}.
 IndexExport = Mapping[str, Any]

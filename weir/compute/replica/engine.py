@@ -255,6 +255,9 @@ class SparkEngine:
         df = df.selectExpr(*[f"{query_expr(_quote(n), t)} AS {_quote(n)}" for n, t, _ in columns])
         df.createOrReplaceTempView(name)
 
+    def shuffle_partitions(self) -> int:
+        return int(self.spark.conf.get("spark.sql.shuffle.partitions"))
+
     def new_session(self) -> Any:
         """A SparkSession of its own (temporary views, settings) with weir's UDFs."""
         session = self.spark.newSession()

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 KEY = "key"
@@ -32,12 +33,21 @@ MERGE_RATIO = 2  # a run is merged into the one before it while that one is at m
 CACHE_RUNS = 256
 
 
+LABEL = "__label"
+
+
+class HashCollision(Exception):  # noqa: N818 - a condition the caller handles
+    """Two different group keys hashed alike: the state cannot tell them apart."""
+
+
 @dataclass(frozen=True)
 class Run:
-    """Sorted, unique keys and their accumulators."""
+    """Sorted, unique keys and their accumulators; `labels`, if kept, are the values a key
+    hashes (one row per key), checked on every meeting so a collision is never summed."""
 
     keys: np.ndarray
     values: tuple[np.ndarray, ...]
+    labels: pa.Table | None = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -47,21 +57,37 @@ class Run:
         return int(self.keys.nbytes + sum(v.nbytes for v in self.values))
 
 
-def accumulate(keys: np.ndarray, values: Sequence[np.ndarray]) -> Run:
+def same_labels(a: pa.Table, b: pa.Table) -> bool:
+    """Row by row, NULL equal to NULL (GROUP BY's equality)."""
+    for x, y in zip(a.columns, b.columns, strict=True):
+        both_null = pc.and_(pc.is_null(x), pc.is_null(y))
+        if not pc.all(pc.or_(pc.fill_null(pc.equal(x, y), False), both_null)).as_py():
+            return False
+    return True
+
+
+def accumulate(keys: np.ndarray, values: Sequence[np.ndarray], labels: pa.Table | None = None) -> Run:
     """One row per key, its values summed; keys whose values all sum to 0 are dropped."""
     if len(keys) == 0:
-        return Run(np.empty(0, np.int64), tuple(np.empty(0, np.int64) for _ in values))
-    uniq, inverse = np.unique(keys, return_inverse=True)
+        return Run(np.empty(0, np.int64), tuple(np.empty(0, np.int64) for _ in values),
+                   labels.slice(0, 0) if labels is not None else None)
+    uniq, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     sums = [np.zeros(len(uniq), np.int64) for _ in values]
     for s, v in zip(sums, values, strict=True):
         np.add.at(s, inverse, v)
     live = np.zeros(len(uniq), bool)
     for s in sums:
         live |= s != 0
-    return Run(uniq[live], tuple(s[live] for s in sums))
+    kept = None
+    if labels is not None:
+        if len(uniq) < len(keys) and not same_labels(labels.take(first[inverse]), labels):
+            raise HashCollision("two group keys share a hash")
+        kept = labels.take(first[live])
+    return Run(uniq[live], tuple(s[live] for s in sums), kept)
 
 
-def lookup(runs: Iterable[Run], keys: np.ndarray, width: int) -> tuple[np.ndarray, ...]:
+def lookup(runs: Iterable[Run], keys: np.ndarray, width: int,
+           labels: pa.Table | None = None) -> tuple[np.ndarray, ...]:
     """The current accumulators of `keys` (sorted or not): the sum of their rows in every run."""
     out = tuple(np.zeros(len(keys), np.int64) for _ in range(width))
     for run in runs:
@@ -70,6 +96,10 @@ def lookup(runs: Iterable[Run], keys: np.ndarray, width: int) -> tuple[np.ndarra
         at = np.searchsorted(run.keys, keys)
         at_c = np.minimum(at, len(run) - 1)
         hit = run.keys[at_c] == keys
+        if labels is not None and run.labels is not None and hit.any():
+            where = np.flatnonzero(hit)
+            if not same_labels(run.labels.take(at_c[where]), labels.take(where)):
+                raise HashCollision("two group keys share a hash")
         for o, v in zip(out, run.values, strict=True):
             o[hit] += v[at_c[hit]]
     return out
@@ -78,7 +108,10 @@ def lookup(runs: Iterable[Run], keys: np.ndarray, width: int) -> tuple[np.ndarra
 def merged(runs: Sequence[Run]) -> Run:
     keys = np.concatenate([r.keys for r in runs])
     width = len(runs[0].values)
-    return accumulate(keys, [np.concatenate([r.values[i] for r in runs]) for i in range(width)])
+    labels = None
+    if runs[0].labels is not None:
+        labels = pa.concat_tables([r.labels for r in runs if r.labels is not None])
+    return accumulate(keys, [np.concatenate([r.values[i] for r in runs]) for i in range(width)], labels)
 
 
 def _compacted(runs: list[Run], files: list[str | None]) -> tuple[list[Run], list[str | None]]:
@@ -97,6 +130,9 @@ _CACHE: OrderedDict[str, Run] = OrderedDict()
 def write_run(path: str, run: Run, names: Sequence[str]) -> None:
     """Write atomically (a retried task rewrites the same path with the same contents)."""
     table = pa.table({KEY: run.keys, **{n: v for n, v in zip(names, run.values, strict=True)}})
+    if run.labels is not None:
+        for i, column in enumerate(run.labels.columns):
+            table = table.append_column(f"{LABEL}{i}", column)
     tmp = f"{path}.{os.getpid()}.tmp"
     with pa.OSFile(tmp, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
@@ -111,7 +147,10 @@ def read_run(path: str) -> Run:
         return run
     with pa.memory_map(path) as source:
         table = ipc.open_file(source).read_all()
-    run = Run(table.column(0).to_numpy(), tuple(c.to_numpy() for c in table.columns[1:]))
+    values = [i for i, n in enumerate(table.column_names[1:], 1) if not n.startswith(LABEL)]
+    labelled = [i for i, n in enumerate(table.column_names) if n.startswith(LABEL)]
+    run = Run(table.column(0).to_numpy(), tuple(table.column(i).to_numpy() for i in values),
+              table.select(labelled) if labelled else None)
     _remember(path, run)
     return run
 
@@ -185,17 +224,43 @@ def apply_changes(manifest_runs: Sequence[str], directory: str, partition: int, 
                                                          tuple[np.ndarray, ...], list[str]]:
     """One partition's tick: the touched keys, their accumulators before and after, and the
     run files the partition is made of afterwards (the new ones written)."""
+    (step,), files = apply_times(manifest_runs, directory, partition, version, names,
+                                 np.zeros(len(keys), np.int64), keys, deltas)
+    return step.delta.keys, step.before, step.after, files
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one time did to the touched keys of a partition."""
+
+    time: int
+    delta: Run
+    before: tuple[np.ndarray, ...]
+    after: tuple[np.ndarray, ...]
+
+
+def apply_times(manifest_runs: Sequence[str], directory: str, partition: int, version: int,
+                names: Sequence[str], times: np.ndarray, keys: np.ndarray, deltas: Sequence[np.ndarray],
+                labels: pa.Table | None = None) -> tuple[list[Step], list[str]]:
+    """Updates at several times applied in time order (each time sees the ones before it);
+    one run is written for them all."""
     runs = [read_run(os.path.join(directory, n)) for n in manifest_runs]
-    delta = accumulate(keys, deltas)
-    before = lookup(runs, delta.keys, len(names))
-    after = tuple(b + d for b, d in zip(before, delta.values, strict=True))
-    if not len(delta):
-        return delta.keys, before, after, list(manifest_runs)
-    runs, files = _compacted([*runs, delta], [*manifest_runs, None])
+    steps: list[Step] = []
+    pending: Run | None = None
+    for t in np.unique(times):
+        at = times == t
+        delta = accumulate(keys[at], [d[at] for d in deltas], labels.filter(at) if labels is not None else None)
+        before = lookup([*runs, *([pending] if pending is not None else [])], delta.keys, len(names),
+                        delta.labels)
+        steps.append(Step(int(t), delta, before, tuple(b + d for b, d in zip(before, delta.values, strict=True))))
+        pending = delta if pending is None else merged([pending, delta])
+    if pending is None or not len(pending):
+        return steps, list(manifest_runs)
+    runs, files = _compacted([*runs, pending], [*manifest_runs, None])
     name = f"p{partition}-v{version}.arrow"
     write_run(os.path.join(directory, name), runs[-1], names)
     files[-1] = name
-    return delta.keys, before, after, [f for f in files if f is not None]
+    return steps, [f for f in files if f is not None]
 
 
 # ---- arrangements: rows by key, several per key, each with its weight ----------------------

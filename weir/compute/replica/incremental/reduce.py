@@ -1,0 +1,341 @@
+"""The "reduce" dataflow strategy: GROUP BY with count and sum kept from deltas.
+
+A query `SELECT <group keys and aggregates> FROM <linear query> GROUP BY <keys>` whose
+aggregates are count(*), count(x) and sum(x) of integers is maintained without
+recomputing it: each interval's input updates go through the linear part (the rewrite
+of weir.compute.replica.linear), are hash-partitioned by group key across Spark's
+executors, and each partition's task adds them to its groups' accumulators (count(*),
+and per argument the count of non-NULL values and their sum), kept as sorted runs
+(weir.compute.replica.incremental.runs) with the group keys themselves, so a hash
+collision is detected, never summed. The task emits each touched group's accumulators
+before and after each time; the driver turns them into the view's -old / +new rows. One
+Spark job per interval; its work follows the change and the groups it touches.
+
+Anything else (HAVING, DISTINCT, min / max, a global aggregate, float sums, keys of
+nested or floating types ...) raises NotReducible and the dataflow recomputes. A sum that
+could leave 64 bits raises Overflow: the dataflow falls back to recomputing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from weir.compute.replica import dataflow_io as io
+from weir.compute.replica.incremental import runs
+from weir.compute.replica.linear import DIFF, TIME, NotLinear, linear_rewrite
+
+log = logging.getLogger(__name__)
+
+HASH, PART, RUNS = "__weir_h", "__weir_part", "__weir_runs"
+LIMIT = 2.0 ** 62  # accumulators past this could overflow 64 bits: recompute instead
+_SELECT_ARGS = frozenset({"expressions", "from_", "where", "group", "order"})
+
+
+class NotReducible(Exception):  # noqa: N818 - a reason, not a failure
+    """The query is not (recognisably) a GROUP BY of count and sum over a linear query."""
+
+
+class Overflow(Exception):  # noqa: N818
+    """An accumulator could leave 64 bits."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output column: a group key (`index` into the keys) or an aggregate (`index` into
+    the arguments, None for count(*))."""
+
+    kind: str  # "key", "count", "sum"
+    index: int | None
+
+
+@dataclass(frozen=True)
+class Shape:
+    keys: int
+    arguments: int
+    outputs: tuple[Output, ...]
+    pre_sql: str  # SELECT __k0.., __a0.. FROM ... WHERE ... (Spark SQL)
+
+
+def shape(sql: str) -> Shape:
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except SqlglotError as e:
+        raise NotReducible(f"cannot parse: {e}") from None
+    if not isinstance(tree, exp.Select):
+        raise NotReducible(f"{tree.key} is not a GROUP BY")
+    for key, value in tree.args.items():
+        if key not in _SELECT_ARGS and value not in (None, [], False):
+            raise NotReducible(f"SELECT with {key}")
+    group = tree.args.get("group")
+    if group is None or not group.expressions:
+        raise NotReducible("no GROUP BY (a global aggregate has a row when its input is empty)")
+    for key in ("rollup", "cube", "grouping_sets", "totals", "all"):
+        if group.args.get(key):
+            raise NotReducible(f"GROUP BY {key}")
+    keys = list(group.expressions)
+    arguments: list[exp.Expression] = []
+    outputs: list[Output] = []
+    for item in tree.expressions:
+        e = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(e, exp.Count) and not isinstance(e.this, exp.Distinct):
+            if e.this is None or isinstance(e.this, exp.Star):
+                outputs.append(Output("count", None))
+            else:
+                arguments.append(e.this)
+                outputs.append(Output("count", len(arguments) - 1))
+        elif isinstance(e, exp.Sum) and not isinstance(e.this, exp.Distinct):
+            arguments.append(e.this)
+            outputs.append(Output("sum", len(arguments) - 1))
+        elif any(e == k for k in keys):
+            outputs.append(Output("key", next(i for i, k in enumerate(keys) if e == k)))
+        else:
+            raise NotReducible(f"{e.sql(dialect='spark')[:60]} is neither a group key nor count / sum")
+    for part in (*keys, *arguments, tree.args.get("where")):
+        if part is not None and any(isinstance(n, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select))
+                                    for n in part.walk()):
+            raise NotReducible("an aggregate, window or subquery inside a key or argument")
+    pre = exp.Select(expressions=[*(exp.alias_(k.copy(), f"__k{i}") for i, k in enumerate(keys)),
+                                  *(exp.alias_(a.copy(), f"__a{i}") for i, a in enumerate(arguments))])
+    pre.set("from_", tree.args["from_"].copy())
+    if tree.args.get("where") is not None:
+        pre.set("where", tree.args["where"].copy())
+    return Shape(len(keys), len(arguments), tuple(outputs), pre.sql(dialect="spark"))
+
+
+_KEY_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "StringType", "BooleanType",
+              "DateType", "TimestampType", "TimestampNTZType", "DecimalType", "BinaryType")
+
+
+def _integral(t: Any) -> bool:
+    name = type(t).__name__
+    return name in ("ByteType", "ShortType", "IntegerType", "LongType") or (
+        name == "DecimalType" and t.scale == 0)
+
+
+Bound = Sequence[tuple[str, Sequence[Any], Sequence[str]]]  # (view name, columns, files)
+
+
+def build(dataflow_id: str, sql: str, inputs: Sequence[tuple[str, Sequence[Any]]], schema: Any,
+          new_session: Callable[[], Any], partitions: int) -> Reduce | None:
+    """The dataflow's reduction, or None (it recomputes) with the reason logged."""
+    def analyse(query: str) -> Any:
+        session = new_session()
+        for name, columns in inputs:
+            io.contents_view(session, [], columns, 0).createOrReplaceTempView(name)
+        return session.sql(query).schema
+
+    try:
+        return Reduce(sql, {name: [c[0] for c in columns] for name, columns in inputs}, schema, analyse,
+                      partitions)
+    except Exception as e:  # NotReducible, or Spark refusing the query's linear part
+        log.info("dataflow %s: recomputing (not reducible: %s)", dataflow_id, e)
+        return None
+
+
+class Reduce:
+    """A dataflow's reduction: its shape, the Spark SQL of its linear part, its state."""
+
+    def __init__(self, sql: str, inputs: Mapping[str, Sequence[str]], schema: Any,
+                 analyse: Callable[[str], Any], partitions: int) -> None:
+        """`analyse`: the Spark schema of a query over the inputs (raises if Spark cannot run it)."""
+        self.shape = shape(sql)
+        try:
+            self.linear_sql = linear_rewrite(self.shape.pre_sql, inputs)
+        except NotLinear as e:
+            raise NotReducible(f"its input is not linear: {e}") from None
+        pre_schema = analyse(self.shape.pre_sql)
+        fields = list(pre_schema.fields)
+        for f in fields[:self.shape.keys]:
+            if type(f.dataType).__name__ not in _KEY_TYPES:
+                raise NotReducible(f"a group key of type {f.dataType.simpleString()}")
+        for f in fields[self.shape.keys:]:
+            if not _integral(f.dataType):
+                raise NotReducible(f"count / sum of {f.dataType.simpleString()}")
+        for out, f in zip(self.shape.outputs, schema.fields, strict=True):
+            if out.kind != "key" and not _integral(f.dataType):
+                raise NotReducible(f"an aggregate of type {f.dataType.simpleString()}")
+        self.schema, self.pre_schema, self.partitions = schema, pre_schema, partitions
+        self.width = 1 + 2 * self.shape.arguments  # count(*), then per argument non-NULL count and sum
+        self.directory = tempfile.mkdtemp(prefix="weir-reduce-")
+        self.manifest = runs.Manifest(self.directory, partitions, ("groups",))
+        # the state is not the output's at its upper - 1 (an interval it did not apply, or
+        # applied but not appended): rebuilt from the inputs before its next use
+        self.stale = False
+
+    def hydrate(self, session: Any, inputs: Bound, floor: int, upper: int,
+                job: Callable[[Any], None]) -> pa.Table:
+        """The view's snapshot at `floor` and its changes up to `upper`, from empty state."""
+        self.reset()
+        rows = snapshot_rows(session, self, inputs, floor)
+        if upper > floor + 1:
+            rows = rows.unionByName(update_rows(session, self, inputs, floor + 1, upper))
+        return self.run(rows, job)
+
+    def advance(self, new_session: Callable[[], Any], inputs: Bound, changed: Bound, lower: int,
+                upper: int, job: Callable[[Any], None]) -> pa.Table:
+        """The changes of [lower, upper) (`changed`: the files that can hold them)."""
+        if self.stale:
+            self.rebuild(new_session(), inputs, lower - 1, job)
+        return self.run(update_rows(new_session(), self, changed, lower, upper), job)
+
+    def rebuild(self, session: Any, inputs: Bound, t: int, job: Callable[[Any], None]) -> None:
+        """The state from the inputs at `t` (the output holds the view there)."""
+        self.reset()
+        self.run(snapshot_rows(session, self, inputs, t), job)
+        self.stale = False
+
+    def reset(self) -> None:
+        """Forget the state (it is rebuilt from the inputs)."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+        self.manifest = runs.Manifest(self.directory, self.partitions, ("groups",))
+
+    def close(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def state_bytes(self) -> int:
+        return sum(self.manifest.state_bytes().values())
+
+    def run(self, updates: Any, job: Callable[[Any], None] = lambda df: None) -> pa.Table:
+        """Apply `updates` (the linear part's output: __k*, __a*, __weir_t, __weir_d) and
+        return the view's changes: the output columns by position, __weir_t, __weir_n.
+        `job` sees the DataFrame that runs (a hydration's tracker reads its plan)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+        keys = [f"__k{i}" for i in range(self.shape.keys)]
+        hashed = updates.withColumn(HASH, F.xxhash64(*[F.col(k) for k in keys]))
+        key_fields = [StructField(f"__k{i}", f.dataType, True)
+                      for i, f in enumerate(self.pre_schema.fields[:self.shape.keys])]
+        out_schema = StructType([*key_fields, StructField(TIME, LongType(), True),
+                                 *(StructField(f"__b{i}", LongType(), True) for i in range(self.width)),
+                                 *(StructField(f"__e{i}", LongType(), True) for i in range(self.width)),
+                                 StructField(PART, IntegerType(), True), StructField(RUNS, StringType(), True)])
+        m = self.manifest
+        version = m.version + 1
+        task = _task(os.path.join(m.directory, "groups"), dict(m.runs["groups"]), version,
+                     self.shape.keys, self.shape.arguments, self.width)
+        df = hashed.repartition(self.partitions, HASH).mapInArrow(task, out_schema)
+        job(df)
+        out = df.toArrow()
+        reports = out.filter(pc.is_valid(out.column(PART)))
+        for p, files in zip(reports.column(PART).to_pylist(), reports.column(RUNS).to_pylist(), strict=True):
+            m.record("groups", p, json.loads(files))
+        m.version = version
+        m.save()
+        return self._changes(out.filter(pc.is_null(out.column(PART))))
+
+    def _changes(self, steps: pa.Table) -> pa.Table:
+        """Each touched group's -old (if it had rows) and +new (if it has rows)."""
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        parts = []
+        for prefix, sign in (("__b", -1), ("__e", 1)):
+            live = steps.filter(pc.greater(steps.column(f"{prefix}0"), 0))
+            cols = []
+            for out, f in zip(self.shape.outputs, self.schema.fields, strict=True):
+                target = to_arrow_type(f.dataType)
+                if out.kind == "key":
+                    cols.append(live.column(f"__k{out.index}").cast(target))
+                elif out.index is None:
+                    cols.append(live.column(f"{prefix}0").cast(target))
+                else:
+                    nonnull = live.column(f"{prefix}{1 + 2 * out.index}")
+                    if out.kind == "count":
+                        cols.append(nonnull.cast(target))
+                    else:
+                        total = live.column(f"{prefix}{2 + 2 * out.index}")
+                        cols.append(pc.if_else(pc.greater(nonnull, 0), total, None).cast(target))
+            parts.append(pa.table([*cols, live.column(TIME), pa.array(np.full(live.num_rows, sign, np.int64))],
+                                  names=[*(io.pos(i) for i in range(len(cols))), io.TIME, io.N]))
+        return pa.concat_tables(parts)
+
+
+def _task(directory: str, manifest: dict[int, list[str]], version: int, n_keys: int, n_args: int,
+          width: int) -> Any:
+    """One key partition's task (runs on an executor)."""
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        from weir.compute.replica.incremental import runs as r
+
+        got = [b for b in batches if b.num_rows]
+        if not got:
+            return
+        table = pa.Table.from_batches(got)
+        p = TaskContext.get().partitionId()
+        w = table.column(DIFF).to_numpy().astype(np.int64)
+        deltas = [w]
+        for i in range(n_args):
+            a = table.column(f"__a{i}")
+            present = pc.is_valid(a).to_numpy(zero_copy_only=False)
+            values = pc.fill_null(a, 0)
+            try:
+                values = values.cast(pa.int64()).to_numpy()
+            except (pa.ArrowInvalid, OverflowError):
+                raise Overflow("a sum's argument does not fit 64 bits") from None
+            if np.abs(values.astype(np.float64)).sum() * max(1, int(np.abs(w).max())) > LIMIT:
+                raise Overflow("a sum could leave 64 bits")
+            deltas += [w * present, w * values * present]
+        labels = table.select([f"__k{i}" for i in range(n_keys)])
+        steps, files = r.apply_times(manifest.get(p, []), directory, p, version,
+                                     [f"v{i}" for i in range(width)], table.column(TIME).to_numpy(),
+                                     table.column(HASH).to_numpy(), deltas, labels)
+        for s in steps:
+            for b, d in zip(s.before, s.delta.values, strict=True):
+                if np.abs(b.astype(np.float64) + d.astype(np.float64)).max(initial=0) > LIMIT:
+                    raise Overflow("a sum could leave 64 bits")
+            n = len(s.delta)
+            cols: dict[str, Any] = {f"__k{i}": s.delta.labels.column(i) for i in range(n_keys)}  # type: ignore[union-attr]
+            cols[TIME] = np.full(n, s.time, np.int64)
+            cols.update({f"__b{i}": v for i, v in enumerate(s.before)})
+            cols.update({f"__e{i}": v for i, v in enumerate(s.after)})
+            cols[PART] = pa.nulls(n, pa.int32())
+            cols[RUNS] = pa.nulls(n, pa.string())
+            yield from pa.table(cols).combine_chunks().to_batches()
+        meta: dict[str, Any] = {f"__k{i}": pa.nulls(1, labels.column(i).type) for i in range(n_keys)}
+        meta[TIME] = pa.nulls(1, pa.int64())
+        meta.update({f"__b{i}": pa.nulls(1, pa.int64()) for i in range(width)})
+        meta.update({f"__e{i}": pa.nulls(1, pa.int64()) for i in range(width)})
+        meta[PART] = pa.array([p], pa.int32())
+        meta[RUNS] = pa.array([json.dumps(files)])
+        yield pa.RecordBatch.from_pydict(meta)
+
+    return task
+
+
+def snapshot_rows(session: Any, reduce: Reduce, inputs: Bound, t: int) -> Any:
+    """The linear part over the inputs' contents at `t`, as inserts at `t`."""
+    from pyspark.sql import functions as F
+
+    for name, columns, files in inputs:
+        io.contents_view(session, files, columns, t).createOrReplaceTempView(name)
+    return (session.sql(reduce.shape.pre_sql).withColumn(TIME, F.lit(t).cast("bigint"))
+            .withColumn(DIFF, F.lit(1).cast("bigint")))
+
+
+def update_rows(session: Any, reduce: Reduce, inputs: Bound, lower: int, upper: int) -> Any:
+    """The linear part over the inputs' updates in [lower, upper)."""
+    for name, columns, files in inputs:
+        io.updates_view(session, files, columns, lower, upper).createOrReplaceTempView(name)
+    return session.sql(reduce.linear_sql)
+
+
+def gave_up(e: BaseException) -> bool:
+    """A task's Overflow or HashCollision (they reach the driver as Spark's Python error)."""
+    text = str(e)
+    return isinstance(e, (Overflow, runs.HashCollision)) or "Overflow: " in text or "HashCollision: " in text
