@@ -260,6 +260,7 @@ def test_reduce_strategy_matches_recompute_under_random_changes(env: Env) -> Non
     """GROUP BY with count / sum kept from deltas (state as runs on the executors) gives the
     very updates recompute gives, per time, over a seeded stream of inserts and deletes with
     NULL keys and values, several times per interval, both replicas racing for each one."""
+    env.online("r2", 1)
     cols = [("k", T.INT4, False), ("g", T.TEXT, True), ("v", T.INT8, True)]
     inp = env.input("red_in", cols)
     rng = random.Random(28)
@@ -315,6 +316,14 @@ def test_reduce_strategy_matches_recompute_under_random_changes(env: Env) -> Non
     env.announce({"red_in": t + 5})
     logs = {s: output_log(out, wait_upper(out, t + 5)) for s, out in outs.items()}
     assert logs["reduce"] == logs["recompute"] == expected_log(query, times)
+    # still kept from deltas on both replicas (a failure of its own would have fallen back)
+    deadline = time.monotonic() + 30
+    while True:
+        runs = [env.ctl.replicas[r].last_status.get("dataflows", {}).get("red_reduce", {}) for r in ("r1", "r2")]
+        if all(s.get("write_frontier") == t + 5 for s in runs) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert [s.get("strategy") for s in runs] == ["reduce", "reduce"], runs
     for s in outs:
         env.drop(f"red_{s}")
 

@@ -121,3 +121,24 @@ def test_manifest_is_the_checkpoint_and_a_missing_run_is_never_trusted(tmp_path:
     with open(os.path.join(directory, "manifest.json"), "w") as f:
         f.write("{not json")
     assert r.Manifest.load(directory) is None
+
+
+def test_group_keys_that_share_a_hash_are_never_summed(tmp_path: str) -> None:
+    """Labels (the group keys a hash stands for) are kept: two keys with one hash raise
+    HashCollision (the dataflow recomputes), in a tick and against a stored run."""
+    import pyarrow as pa
+    import pytest
+
+    labels = pa.table({"g": ["a", None, "a"]})
+    run = r.accumulate(_arr([7, 9, 7]), [_arr([1, 1, 1])], labels)
+    assert run.keys.tolist() == [7, 9] and run.labels is not None and run.labels.column(0).to_pylist() == ["a", None]
+    with pytest.raises(r.HashCollision):
+        r.accumulate(_arr([7, 7]), [_arr([1, 1])], pa.table({"g": ["a", "b"]}))
+    steps, files = r.apply_times([], str(tmp_path), 0, 1, ("n",), _arr([5, 5]), _arr([7, 9]), [_arr([1, 1])],
+                                 pa.table({"g": ["a", None]}))
+    r._CACHE.clear()
+    with pytest.raises(r.HashCollision):  # the stored run's label differs
+        r.apply_times(files, str(tmp_path), 0, 2, ("n",), _arr([6]), _arr([9]), [_arr([1])], pa.table({"g": ["z"]}))
+    steps, _ = r.apply_times(files, str(tmp_path), 0, 2, ("n",), _arr([6, 8]), _arr([9, 9]), [_arr([1, -2])],
+                             pa.table({"g": pa.array([None, None], pa.string())}))
+    assert [(s.time, s.before[0].tolist(), s.after[0].tolist()) for s in steps] == [(6, [1], [2]), (8, [2], [0])]

@@ -110,10 +110,11 @@ async def explain(session: Session, stmt: st.Explain) -> api.Rows:
         if text is not None:
             return await _one(_LABELS[stmt.stage], text)
     node_ids = "node_ids" in stmt.options or "node identifiers" in stmt.options
+    strategy = _strategy(session, stmt) if stmt.stage == "physical" else ""
     if node_ids and stmt.stage == "physical" and stmt.object_kind in ("materialized view", "index"):
         text = _pinned_plan(session, stmt)
         if text is not None:
-            return await _one(_LABELS[stmt.stage], text)
+            return await _one(_LABELS[stmt.stage], strategy + text)
     q = _query_of(session, stmt)
     if stmt.stage == "raw" and "spark" not in stmt.options:
         text = q.sql(dialect="postgres", pretty=True)
@@ -141,7 +142,26 @@ async def explain(session: Session, stmt: st.Explain) -> api.Rows:
         item = session.coord.catalog.get_item(session.coord.resolver(session).lookup(stmt.object_name or []).id)
         section = f"ArrangeBy keys=[({', '.join(item.definition['keys'])})] in replica memory\n" + \
             "\n".join("  " + line for line in section.splitlines())
-    return await _one(_LABELS[stmt.stage], section)
+    return await _one(_LABELS[stmt.stage], strategy + section)
+
+
+def _strategy(session: Session, stmt: st.Explain) -> str:
+    """How each replica maintains a materialized view (the strategy, the state it keeps, why
+    not the one asked for): lines before its plan. Empty for anything else."""
+    if stmt.object_kind != "materialized view":
+        return ""
+    coord = session.coord
+    item = coord.catalog.get_item(coord.resolver(session).lookup(stmt.object_name or []).id)
+    if item.kind != "materialized-view":
+        return ""
+    lines = []
+    for replica_id, (name, explanation) in sorted(coord.compute.dataflow_strategy(item.id).items()):
+        try:
+            replica = coord.catalog.get_replica(replica_id).name
+        except Exception:  # noqa: BLE001 - dropped meanwhile
+            replica = replica_id
+        lines.append(f"Strategy on replica {replica}: {name}: {explanation}\n")
+    return "".join(lines)
 
 
 def _pinned_plan(session: Session, stmt: st.Explain) -> str | None:

@@ -484,6 +484,10 @@ class ComputeController:
                 out.setdefault(did, {})[rid] = st
         return out
 
-    def dataflow_strategies(self) -> dict[str, dict[str, str]]:
-        """dataflow id -> replica id -> the strategy it runs."""
-        return {d: dict(df.strategies) for d, df in self._dataflows.dataflows.items()}
+    def dataflow_strategy(self, dataflow_id: str) -> dict[str, tuple[str, str]]:
+        """replica id -> the strategy it runs the dataflow by, and its explanation (the state
+        it keeps; why not the strategy asked for)."""
+        df = self._dataflows.dataflows.get(dataflow_id)
+        if df is None:
+            return {}
+        return {r: (s, df.explanations.get(r, "")) for r, s in df.strategies.items()}

@@ -68,6 +68,7 @@ class InstalledDataflow:
     name: str | None = None  # the object's name (replica introspection names its dataflow after it)
     frontiers: dict[str, int] = field(default_factory=dict)  # replica id -> write frontier
     strategies: dict[str, str] = field(default_factory=dict)  # replica id -> strategy it runs
+    explanations: dict[str, str] = field(default_factory=dict)  # replica id -> how it runs it, the state kept
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # replica id -> last error
     error_counts: dict[str, int] = field(default_factory=dict)  # replica id -> errors it holds now
     hydration: dict[str, Hydration] = field(default_factory=dict)  # replica id -> its hydration
@@ -164,6 +165,7 @@ class DataflowControl:
         for df in self.dataflows.values():
             df.frontiers.pop(replica_id, None)
             df.strategies.pop(replica_id, None)
+            df.explanations.pop(replica_id, None)
             df.errors.pop(replica_id, None)
             df.error_counts.pop(replica_id, None)
             df.hydration.pop(replica_id, None)
@@ -206,6 +208,7 @@ class DataflowControl:
                 df.row_counts, df.counted = P.row_counts_to_wire(P.row_counts(ops)), True
         elif kind == P.DATAFLOW_CREATED:
             df.strategies[replica_id] = str(body.get("strategy"))
+            df.explanations[replica_id] = str(body.get("explanation") or "")
             if df.plan_nodes is None and body.get("plan_nodes"):
                 df.plan_nodes = [list(n) for n in body["plan_nodes"]]
             if df.created is not None and not df.created.done():

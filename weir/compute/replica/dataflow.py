@@ -55,6 +55,7 @@ from weir.compute.replica import plan_ids, temporal
 from weir.compute.replica.dataflow_errors import ErrorStream, data_error, state_of
 from weir.compute.replica.dataflow_spec import (
     LINEAR,
+    MAINTAINS,
     RECOMPUTE,
     REDUCE,
     DataflowSpec,
@@ -106,6 +107,7 @@ class Dataflow:
         self.tag = f"weir-dataflow-{spec.dataflow_id}-{uuid.uuid4().hex[:8]}"
         self.prepared = False
         self.effective_strategy = RECOMPUTE
+        self.why_recompute: str | None = None  # why a strategy asked for is not the one run
         self.upper: int | None = None  # the output's upper as this replica knows it
         self.since: int | None = None  # from AllowCompaction (an index keeps history from it)
         self.columns: list[str] = []
@@ -134,6 +136,13 @@ class Dataflow:
         # won); kept: of those, how many kept the computed result; followed: intervals
         # seen written by another replica before computing; computed: Spark runs.
         self.stats = {"appended": 0, "lost": 0, "kept": 0, "followed": 0, "computed": 0}
+
+    def explanation(self) -> str:
+        """How it is maintained, the state it keeps, and why not as asked (EXPLAIN shows it)."""
+        text = MAINTAINS[self.effective_strategy]
+        if self.why_recompute and self.effective_strategy != self.spec.strategy:
+            text += f"; not {self.spec.strategy}: {self.why_recompute}"
+        return text
 
     def allow_compaction(self, since: int) -> None:
         """Recorded only: the output shard's since is the coordinator's to downgrade."""
@@ -168,11 +177,15 @@ class Dataflow:
         if spec.strategy == LINEAR and self._thresholds is None:  # a temporal filter recomputes
             self._linear_sql = self._linear()
         if spec.strategy == REDUCE and self._thresholds is None:
-            self._reduce = reduction.build(self.spec.dataflow_id, self.spec.sql,
-                                           [(i.name, i.columns) for i in self._inputs], self._schema,
-                                           self.engine.new_session, self.engine.shuffle_partitions())
+            self._reduce, self.why_recompute = reduction.build(
+                self.spec.dataflow_id, self.spec.sql, [(i.name, i.columns) for i in self._inputs], self._schema,
+                self.engine.new_session, self.engine.shuffle_partitions())
         self.effective_strategy = LINEAR if self._linear_sql else REDUCE if self._reduce else RECOMPUTE
-        self._pin_plan(lambda session, t: temporal.query(session, spec.sql, t, self._thresholds is not None))
+        reduce = self._reduce
+        if reduce is not None:  # the job its hydration runs
+            self._pin_plan(lambda session, t: reduce.frame(reduction.snapshot_of_bound(session, reduce, t)))
+        else:
+            self._pin_plan(lambda session, t: temporal.query(session, spec.sql, t, self._thresholds is not None))
         self.prepared = True
 
     def _pin_plan(self, query: Callable[[Any, int], Any]) -> None:
@@ -230,6 +243,7 @@ class Dataflow:
             return sql
         except Exception as e:  # NotLinear, or Spark refusing the rewrite
             log.info("dataflow %s: recomputing (not linear: %s)", self.spec.dataflow_id, e)
+            self.why_recompute = f"not linear: {e}"
             return None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -541,7 +555,7 @@ class Dataflow:
         reduce.stale = True  # until the interval is appended
         try:
             if lower <= self.spec.as_of:
-                data = reduce.hydrate(self.engine.new_session(), bound, floor, upper, self._hydration_job)
+                data = reduce.hydrate(self.engine.new_session, bound, floor, upper, self._hydration_job)
             else:
                 changed = [(inp.name, inp.columns, p.changed) for inp, p in zip(self._inputs, plans, strict=True)]
                 data = reduce.advance(self.engine.new_session, bound, changed, lower, upper, self._hydration_job)
@@ -553,6 +567,7 @@ class Dataflow:
             log.log(level, "dataflow %s: recomputing from now on (%s)", self.spec.dataflow_id, e)
             reduce.close()
             self._reduce, self.effective_strategy = None, RECOMPUTE
+            self.why_recompute = f"the reduce strategy gave up: {str(e).splitlines()[0][:200]}"
             return self._recompute(plans, times, lower)
         return io.output_updates(data, self._out.columns), None
 

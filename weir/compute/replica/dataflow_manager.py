@@ -179,7 +179,8 @@ class DataflowManager:
 
     def _created(self, df: Dataflow) -> None:
         self._send({"type": P.DATAFLOW_CREATED, "dataflow_id": df.spec.dataflow_id,
-                    "strategy": df.effective_strategy, "columns": df.columns,
+                    "strategy": df.effective_strategy, "explanation": df.explanation(),
+                    "columns": df.columns,
                     "plan_nodes": plan_ids.to_wire(df.plan_nodes)})
         frontiers = df.frontiers_body()
         if frontiers is not None:

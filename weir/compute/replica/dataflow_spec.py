@@ -14,6 +14,16 @@ from weir.errors import SqlState, WeirError
 
 RECOMPUTE, LINEAR, ARRANGE, REDUCE = "recompute", "linear", "arrange", "reduce"
 STRATEGIES = (RECOMPUTE, LINEAR, ARRANGE, REDUCE)
+# what each strategy does per interval and the state it keeps (EXPLAIN shows it)
+MAINTAINS = {
+    RECOMPUTE: "the whole query per interval on Spark, diffed against its previous result "
+               "(state: that result, cached on the executors)",
+    LINEAR: "each interval's input updates through the query (filters, projections, UNION ALL); no state",
+    REDUCE: "each interval's updates through the query's linear part, hash-partitioned by group key; "
+            "state: per group count(*) and per argument its non-NULL count and sum, as sorted runs "
+            "per key partition on Spark's executors",
+    ARRANGE: "the query's updates into an arrangement in replica memory (state: the arrangement)",
+}
 # An index's export: {"keys": [column positions], "columns": [{"name", "pg_type"}],
 # "direct": true when it arranges one stored collection as is (no Spark)}.
 IndexExport = Mapping[str, Any]

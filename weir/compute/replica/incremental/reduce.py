@@ -130,8 +130,8 @@ Bound = Sequence[tuple[str, Sequence[Any], Sequence[str]]]  # (view name, column
 
 
 def build(dataflow_id: str, sql: str, inputs: Sequence[tuple[str, Sequence[Any]]], schema: Any,
-          new_session: Callable[[], Any], partitions: int) -> Reduce | None:
-    """The dataflow's reduction, or None (it recomputes) with the reason logged."""
+          new_session: Callable[[], Any], partitions: int) -> tuple[Reduce | None, str | None]:
+    """The dataflow's reduction, or None (it recomputes) and why."""
     def analyse(query: str) -> Any:
         session = new_session()
         for name, columns in inputs:
@@ -140,10 +140,10 @@ def build(dataflow_id: str, sql: str, inputs: Sequence[tuple[str, Sequence[Any]]
 
     try:
         return Reduce(sql, {name: [c[0] for c in columns] for name, columns in inputs}, schema, analyse,
-                      partitions)
+                      partitions), None
     except Exception as e:  # NotReducible, or Spark refusing the query's linear part
         log.info("dataflow %s: recomputing (not reducible: %s)", dataflow_id, e)
-        return None
+        return None, f"not reducible: {str(e).splitlines()[0][:200]}"
 
 
 class Reduce:
@@ -176,21 +176,22 @@ class Reduce:
         # applied but not appended): rebuilt from the inputs before its next use
         self.stale = False
 
-    def hydrate(self, session: Any, inputs: Bound, floor: int, upper: int,
+    def hydrate(self, new_session: Callable[[], Any], inputs: Bound, floor: int, upper: int,
                 job: Callable[[Any], None]) -> pa.Table:
-        """The view's snapshot at `floor` and its changes up to `upper`, from empty state."""
+        """The view's snapshot at `floor` (the job its pinned plan is), then its changes up to
+        `upper`, from empty state."""
         self.reset()
-        rows = snapshot_rows(session, self, inputs, floor)
+        out = self.run(snapshot_rows(new_session(), self, inputs, floor), job)
         if upper > floor + 1:
-            rows = rows.unionByName(update_rows(session, self, inputs, floor + 1, upper))
-        return self.run(rows, job)
+            out = pa.concat_tables([out, self.run(update_rows(new_session(), self, inputs, floor + 1, upper))])
+        return out
 
     def advance(self, new_session: Callable[[], Any], inputs: Bound, changed: Bound, lower: int,
                 upper: int, job: Callable[[Any], None]) -> pa.Table:
         """The changes of [lower, upper) (`changed`: the files that can hold them)."""
         if self.stale:
             self.rebuild(new_session(), inputs, lower - 1, job)
-        return self.run(update_rows(new_session(), self, changed, lower, upper), job)
+        return self.run(update_rows(new_session(), self, changed, lower, upper))
 
     def rebuild(self, session: Any, inputs: Bound, t: int, job: Callable[[Any], None]) -> None:
         """The state from the inputs at `t` (the output holds the view there)."""
@@ -213,6 +214,19 @@ class Reduce:
         """Apply `updates` (the linear part's output: __k*, __a*, __weir_t, __weir_d) and
         return the view's changes: the output columns by position, __weir_t, __weir_n.
         `job` sees the DataFrame that runs (a hydration's tracker reads its plan)."""
+        m = self.manifest
+        df = self.frame(updates, m.version + 1)
+        job(df)
+        out = df.toArrow()
+        reports = out.filter(pc.is_valid(out.column(PART)))
+        for p, files in zip(reports.column(PART).to_pylist(), reports.column(RUNS).to_pylist(), strict=True):
+            m.record("groups", p, json.loads(files))
+        m.version += 1
+        m.save()
+        return self._changes(out.filter(pc.is_null(out.column(PART))))
+
+    def frame(self, updates: Any, version: int = 1) -> Any:
+        """The job: updates hashed by group key, partitioned, applied by each partition's task."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -225,18 +239,9 @@ class Reduce:
                                  *(StructField(f"__e{i}", LongType(), True) for i in range(self.width)),
                                  StructField(PART, IntegerType(), True), StructField(RUNS, StringType(), True)])
         m = self.manifest
-        version = m.version + 1
         task = _task(os.path.join(m.directory, "groups"), dict(m.runs["groups"]), version,
                      self.shape.keys, self.shape.arguments, self.width)
-        df = hashed.repartition(self.partitions, HASH).mapInArrow(task, out_schema)
-        job(df)
-        out = df.toArrow()
-        reports = out.filter(pc.is_valid(out.column(PART)))
-        for p, files in zip(reports.column(PART).to_pylist(), reports.column(RUNS).to_pylist(), strict=True):
-            m.record("groups", p, json.loads(files))
-        m.version = version
-        m.save()
-        return self._changes(out.filter(pc.is_null(out.column(PART))))
+        return hashed.repartition(self.partitions, HASH).mapInArrow(task, out_schema)
 
     def _changes(self, steps: pa.Table) -> pa.Table:
         """Each touched group's -old (if it had rows) and +new (if it has rows)."""
@@ -320,10 +325,15 @@ def _task(directory: str, manifest: dict[int, list[str]], version: int, n_keys: 
 
 def snapshot_rows(session: Any, reduce: Reduce, inputs: Bound, t: int) -> Any:
     """The linear part over the inputs' contents at `t`, as inserts at `t`."""
-    from pyspark.sql import functions as F
-
     for name, columns, files in inputs:
         io.contents_view(session, files, columns, t).createOrReplaceTempView(name)
+    return snapshot_of_bound(session, reduce, t)
+
+
+def snapshot_of_bound(session: Any, reduce: Reduce, t: int) -> Any:
+    """snapshot_rows over the views already bound in `session`."""
+    from pyspark.sql import functions as F
+
     return (session.sql(reduce.shape.pre_sql).withColumn(TIME, F.lit(t).cast("bigint"))
             .withColumn(DIFF, F.lit(1).cast("bigint")))
 

@@ -61,6 +61,10 @@ def same_labels(a: pa.Table, b: pa.Table) -> bool:
     """Row by row, NULL equal to NULL (GROUP BY's equality)."""
     for x, y in zip(a.columns, b.columns, strict=True):
         both_null = pc.and_(pc.is_null(x), pc.is_null(y))
+        if pa.types.is_null(x.type) or pa.types.is_null(y.type):
+            if not pc.all(both_null).as_py():
+                return False
+            continue
         if not pc.all(pc.or_(pc.fill_null(pc.equal(x, y), False), both_null)).as_py():
             return False
     return True
@@ -109,8 +113,9 @@ def merged(runs: Sequence[Run]) -> Run:
     keys = np.concatenate([r.keys for r in runs])
     width = len(runs[0].values)
     labels = None
-    if runs[0].labels is not None:
-        labels = pa.concat_tables([r.labels for r in runs if r.labels is not None])
+    if runs[0].labels is not None:  # named by position: a run read back names them so too
+        labels = pa.concat_tables([r.labels.rename_columns([f"{LABEL}{i}" for i in range(r.labels.num_columns)])
+                                   for r in runs if r.labels is not None])
     return accumulate(keys, [np.concatenate([r.values[i] for r in runs]) for i in range(width)], labels)
 
 

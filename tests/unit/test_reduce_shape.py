@@ -1,0 +1,36 @@
+"""Which queries the reduce strategy keeps from deltas (weir.compute.replica.incremental.reduce),
+without Spark: the shape of the Spark SQL a materialized view's dataflow runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from weir.compute.replica.incremental.reduce import NotReducible, Output, shape
+
+
+def test_keys_and_aggregates_in_any_order() -> None:
+    s = shape("SELECT g, COUNT(*) AS n, SUM(v) AS sv, COUNT(v) AS cv, SUM(CAST(b AS DECIMAL(38, 0))) AS sb, k % 3 "
+              "FROM weir_u1 AS `t` WHERE v IS DISTINCT FROM 7 GROUP BY g, k % 3")
+    assert (s.keys, s.arguments) == (2, 3)
+    assert s.outputs == (Output("key", 0), Output("count", None), Output("sum", 0), Output("count", 1),
+                         Output("sum", 2), Output("key", 1))
+    assert s.pre_sql == ("SELECT g AS __k0, k % 3 AS __k1, v AS __a0, v AS __a1, CAST(b AS DECIMAL(38, 0)) AS __a2 "
+                         "FROM weir_u1 AS `t` WHERE v IS DISTINCT FROM 7")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT COUNT(*) AS n FROM t",  # a global aggregate has a row for an empty input
+    "SELECT g, MAX(v) AS m FROM t GROUP BY g",
+    "SELECT g, COUNT(DISTINCT v) AS n FROM t GROUP BY g",
+    "SELECT g, SUM(v) + 1 AS s FROM t GROUP BY g",
+    "SELECT g, COUNT(*) AS n FROM t GROUP BY g HAVING COUNT(*) > 1",
+    "SELECT DISTINCT g, COUNT(*) AS n FROM t GROUP BY g",
+    "SELECT g, COUNT(*) AS n FROM t GROUP BY g LIMIT 3",
+    "SELECT v, COUNT(*) AS n FROM t GROUP BY g",  # v is not a key
+    "SELECT g, COUNT(*) AS n FROM t GROUP BY ROLLUP (g)",
+    "SELECT g, SUM((SELECT 1)) AS n FROM t GROUP BY g",
+    "SELECT g, COUNT(*) AS n FROM t GROUP BY g UNION ALL SELECT g, 1 AS n FROM t",
+])
+def test_what_it_does_not_keep(sql: str) -> None:
+    with pytest.raises(NotReducible):
+        shape(sql)
