@@ -11,6 +11,9 @@ replica's one Spark core):
 
   filter  CREATE MATERIALIZED VIEW ... AS SELECT id, k, v FROM sc_N WHERE v = 7
           (1% of the rows; weir runs it as a "linear" dataflow over the updates only)
+  group   CREATE MATERIALIZED VIEW ... AS SELECT k, count(*), sum(v) FROM sc_N GROUP BY k
+          (1,001 groups; a "reduce" dataflow: each group's count and sum kept from deltas,
+          as sorted runs per key partition on Spark's executors)
   join    CREATE MATERIALIZED VIEW ... AS SELECT d.name, count(*), sum(e.v)
           FROM sc_N e JOIN sc_dim d ON e.k = d.k GROUP BY d.name
           (sc_dim: 1,001 rows; a "recompute" dataflow: the whole query per update)
@@ -60,7 +63,13 @@ from bench.freshness import (  # noqa: E402
 )
 from tests.integration.server import WeirServer  # noqa: E402
 
-KINDS = ("filter", "join")
+KINDS = ("filter", "group", "join")
+GROUP_SQL = "SELECT k, count(*) AS n, sum(v) AS total FROM {t} GROUP BY k"
+
+
+def group_probe_key(data: tuple[str | None, ...]) -> int | None:
+    """(k, n, total) of group -1 -> the probe that made n."""
+    return int(data[1]) - 1 if data[0] == "-1" and data[1] is not None else None
 
 
 def main() -> int:
@@ -99,7 +108,7 @@ def main() -> int:
             print(f"{n:,} rows loaded in {loads[n]:.1f}s (load average {load_avg()})", flush=True)
             for kind in KINDS:
                 view = f"{table}_{kind}"
-                sql = FILTER_SQL.format(t=table) if kind == "filter" else JOIN_SQL.format(t=table, d="sc_dim")
+                sql = {"filter": FILTER_SQL, "group": GROUP_SQL, "join": JOIN_SQL}[kind].format(t=table, d="sc_dim")
                 hydration[(kind, n)] = create_mv(conn, view, sql)
                 print(f"  {view}: hydrated in {hydration[(kind, n)]:.1f}s", flush=True)
                 watch = None
@@ -109,6 +118,8 @@ def main() -> int:
                     watch = FrontierWatch(weir.data_dir, sid)
                 if kind == "filter":
                     key, insert, key_of = id_key, probe_row(table), (lambda i: PROBE_BASE + i)
+                elif kind == "group":  # group -1 counts this view's probes (the join's come after)
+                    key, insert, key_of = group_probe_key, probe_group(table), (lambda i, f=first: i - f)
                 else:
                     # the group 'probe' counts the probe rows of this table only
                     key, insert, key_of = probe_count_key, probe_group(table), (lambda i, f=first: i - f)

@@ -183,7 +183,8 @@ class Dataflow:
         self.effective_strategy = LINEAR if self._linear_sql else REDUCE if self._reduce else RECOMPUTE
         reduce = self._reduce
         if reduce is not None:  # the job its hydration runs
-            self._pin_plan(lambda session, t: reduce.frame(reduction.snapshot_of_bound(session, reduce, t)))
+            self._pin_plan(lambda session, t: reduce.frame(reduction.snapshot_rows(
+                session, reduce, [(i.name, i.columns, i.planner.plan(t + 1).files) for i in self._inputs], t)))
         else:
             self._pin_plan(lambda session, t: temporal.query(session, spec.sql, t, self._thresholds is not None))
         self.prepared = True

@@ -168,6 +168,24 @@ def updates_view(session: Any, files: Sequence[str], columns: Sequence[Column], 
     return df.selectExpr(*_typed(columns, files), f"{TIME_COL} AS {TIME}", f"{DIFF_COL} AS {DIFF}")
 
 
+def counted_updates_view(session: Any, files: Sequence[str], columns: Sequence[Column], lower: int | None,
+                         upper: int, at: int | None = None) -> Any:
+    """Updates with lower <= time < upper (no lower: all before upper) consolidated per row
+    and time, or all at `at` (a snapshot as updates): query-typed columns + `__weir_t`,
+    `__weir_d`. Snapshots and intervals run one plan shape (the reduce strategy's jobs)."""
+    from pyspark.sql import functions as F
+
+    data = [F.col(_quote(n)) for n, _, _ in columns]
+    df = _raw(session, files, columns)
+    cond = F.col(TIME_COL) < F.lit(upper)
+    if lower is not None:
+        cond = (F.col(TIME_COL) >= F.lit(lower)) & cond
+    time = F.lit(at).cast("bigint") if at is not None else F.col(TIME_COL)
+    df = (df.where(cond).groupBy(*data, time.alias(TIME_COL)).agg(F.sum(DIFF_COL).alias(DIFF_COL))
+          .where(F.col(DIFF_COL) != 0))
+    return df.selectExpr(*_typed(columns, files), f"{TIME_COL} AS {TIME}", f"{DIFF_COL} AS {DIFF}")
+
+
 def _cast_positional(df: Any, schema: Any) -> Any:
     """Rename `df`'s leading columns by position and cast them to `schema`'s types."""
     from pyspark.sql import functions as F

@@ -23,6 +23,7 @@ import logging
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -215,7 +216,8 @@ class Reduce:
         return the view's changes: the output columns by position, __weir_t, __weir_n.
         `job` sees the DataFrame that runs (a hydration's tracker reads its plan)."""
         m = self.manifest
-        df = self.frame(updates, m.version + 1)
+        # a name no earlier attempt used: a path's contents never change (executors cache by path)
+        df = self.frame(updates, f"{m.version + 1}-{uuid.uuid4().hex[:12]}")
         job(df)
         out = df.toArrow()
         reports = out.filter(pc.is_valid(out.column(PART)))
@@ -225,7 +227,7 @@ class Reduce:
         m.save()
         return self._changes(out.filter(pc.is_null(out.column(PART))))
 
-    def frame(self, updates: Any, version: int = 1) -> Any:
+    def frame(self, updates: Any, version: str = "1") -> Any:
         """The job: updates hashed by group key, partitioned, applied by each partition's task."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
@@ -269,7 +271,7 @@ class Reduce:
         return pa.concat_tables(parts)
 
 
-def _task(directory: str, manifest: dict[int, list[str]], version: int, n_keys: int, n_args: int,
+def _task(directory: str, manifest: dict[int, list[str]], version: str, n_keys: int, n_args: int,
           width: int) -> Any:
     """One key partition's task (runs on an executor)."""
 
@@ -324,24 +326,17 @@ def _task(directory: str, manifest: dict[int, list[str]], version: int, n_keys: 
 
 
 def snapshot_rows(session: Any, reduce: Reduce, inputs: Bound, t: int) -> Any:
-    """The linear part over the inputs' contents at `t`, as inserts at `t`."""
+    """The linear part over the inputs' contents at `t`, as updates at `t` (the plan an
+    interval's job has too: introspection's operators stay EXPLAIN's)."""
     for name, columns, files in inputs:
-        io.contents_view(session, files, columns, t).createOrReplaceTempView(name)
-    return snapshot_of_bound(session, reduce, t)
-
-
-def snapshot_of_bound(session: Any, reduce: Reduce, t: int) -> Any:
-    """snapshot_rows over the views already bound in `session`."""
-    from pyspark.sql import functions as F
-
-    return (session.sql(reduce.shape.pre_sql).withColumn(TIME, F.lit(t).cast("bigint"))
-            .withColumn(DIFF, F.lit(1).cast("bigint")))
+        io.counted_updates_view(session, files, columns, None, t + 1, at=t).createOrReplaceTempView(name)
+    return session.sql(reduce.linear_sql)
 
 
 def update_rows(session: Any, reduce: Reduce, inputs: Bound, lower: int, upper: int) -> Any:
     """The linear part over the inputs' updates in [lower, upper)."""
     for name, columns, files in inputs:
-        io.updates_view(session, files, columns, lower, upper).createOrReplaceTempView(name)
+        io.counted_updates_view(session, files, columns, lower, upper).createOrReplaceTempView(name)
     return session.sql(reduce.linear_sql)
 
 

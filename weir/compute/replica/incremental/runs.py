@@ -223,7 +223,7 @@ class Manifest:
                         for files in parts.values() for n in files) for op, parts in self.runs.items()}
 
 
-def apply_changes(manifest_runs: Sequence[str], directory: str, partition: int, version: int,
+def apply_changes(manifest_runs: Sequence[str], directory: str, partition: int, version: int | str,
                   names: Sequence[str], keys: np.ndarray,
                   deltas: Sequence[np.ndarray]) -> tuple[np.ndarray, tuple[np.ndarray, ...],
                                                          tuple[np.ndarray, ...], list[str]]:
@@ -244,11 +244,12 @@ class Step:
     after: tuple[np.ndarray, ...]
 
 
-def apply_times(manifest_runs: Sequence[str], directory: str, partition: int, version: int,
+def apply_times(manifest_runs: Sequence[str], directory: str, partition: int, version: int | str,
                 names: Sequence[str], times: np.ndarray, keys: np.ndarray, deltas: Sequence[np.ndarray],
                 labels: pa.Table | None = None) -> tuple[list[Step], list[str]]:
     """Updates at several times applied in time order (each time sees the ones before it);
-    one run is written for them all."""
+    one run is written for them all, named by `version`, which no other contents may ever
+    have had (executors cache runs by path)."""
     runs = [read_run(os.path.join(directory, n)) for n in manifest_runs]
     steps: list[Step] = []
     pending: Run | None = None
