@@ -22,6 +22,10 @@ the replica's peek threads). One step of its loop:
    Spark against the previous one (the output's contents at U-1, cached;
    loaded from the output shard when unknown). "linear": the rewritten query
    (weir.compute.replica.linear) runs once over the inputs' updates in [U, T).
+   "reduce": a GROUP BY of count / sum over a linear query; its linear part runs
+   over the updates and each group's accumulators change on the executors
+   (weir.compute.replica.incremental.reduce); an interval it did not apply
+   (recomputed, lost to a different interval, a restart) rebuilds its state.
 4. All diffs, each at its time, go into ONE compare_and_append(U -> T) with the
    replica's writer epoch; no change appends nothing but still advances the
    upper. A refused append means another replica won: the cached result is kept
