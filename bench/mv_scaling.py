@@ -36,6 +36,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,8 +69,13 @@ GROUP_SQL = "SELECT k, count(*) AS n, sum(v) AS total FROM {t} GROUP BY k"
 
 
 def group_probe_key(data: tuple[str | None, ...]) -> int | None:
-    """(k, n, total) of group -1 -> the probe that made n."""
-    return int(data[1]) - 1 if data[0] == "-1" and data[1] is not None else None
+    """(k, n, total) of group -2 -> the probe that made n."""
+    return int(data[1]) - 1 if data[0] == "-2" and data[1] is not None else None
+
+
+def group_probe(table: str) -> Callable[[int], str]:
+    """A row of group -2 (no dimension row: the join never sees it): after probe i its count is i + 1."""
+    return lambda i: f"INSERT INTO {table} VALUES ({PROBE_BASE + i}, -2, {i})"
 
 
 def main() -> int:
@@ -118,8 +124,8 @@ def main() -> int:
                     watch = FrontierWatch(weir.data_dir, sid)
                 if kind == "filter":
                     key, insert, key_of = id_key, probe_row(table), (lambda i: PROBE_BASE + i)
-                elif kind == "group":  # group -1 counts this view's probes (the join's come after)
-                    key, insert, key_of = group_probe_key, probe_group(table), (lambda i, f=first: i - f)
+                elif kind == "group":  # group -2 counts this view's probes
+                    key, insert, key_of = group_probe_key, group_probe(table), (lambda i, f=first: i - f)
                 else:
                     # the group 'probe' counts the probe rows of this table only
                     key, insert, key_of = probe_count_key, probe_group(table), (lambda i, f=first: i - f)

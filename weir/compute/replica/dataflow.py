@@ -557,7 +557,6 @@ class Dataflow:
         reduce = self._reduce
         assert reduce is not None
         bound = [(inp.name, inp.columns, p.files) for inp, p in zip(self._inputs, plans, strict=True)]
-        reduce.stale = True  # until the interval is appended
         try:
             if lower <= self.spec.as_of:
                 data = reduce.hydrate(self.engine.new_session, bound, floor, upper, self._hydration_job)

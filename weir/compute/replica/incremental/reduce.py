@@ -182,6 +182,7 @@ class Reduce:
         """The view's snapshot at `floor` (the job its pinned plan is), then its changes up to
         `upper`, from empty state."""
         self.reset()
+        self.stale = True  # until the dataflow appended what this returns
         out = self.run(snapshot_rows(new_session(), self, inputs, floor), job)
         if upper > floor + 1:
             out = pa.concat_tables([out, self.run(update_rows(new_session(), self, inputs, floor + 1, upper))])
@@ -192,6 +193,7 @@ class Reduce:
         """The changes of [lower, upper) (`changed`: the files that can hold them)."""
         if self.stale:
             self.rebuild(new_session(), inputs, lower - 1, job)
+        self.stale = True  # until the dataflow appended what this returns
         return self.run(update_rows(new_session(), self, changed, lower, upper))
 
     def rebuild(self, session: Any, inputs: Bound, t: int, job: Callable[[Any], None]) -> None:
