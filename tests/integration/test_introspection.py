@@ -196,7 +196,8 @@ def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
         rid = _replica_id(c, "quickstart", "r1")
         c.execute("CREATE TABLE intro_ops (k int, v int)")
         c.execute("INSERT INTO intro_ops SELECT g % 7, g FROM generate_series(1, 500) AS g")
-        c.execute("CREATE MATERIALIZED VIEW intro_ops_mv AS SELECT k, sum(v) AS s, count(*) AS n "
+        # max: recomputed (a plan of one shape at every interval)
+        c.execute("CREATE MATERIALIZED VIEW intro_ops_mv AS SELECT k, sum(v) AS s, count(*) AS n, max(v) AS m "
                   "FROM intro_ops GROUP BY k")
         mv_id = c.execute("SELECT id FROM mz_catalog.mz_materialized_views WHERE name = 'intro_ops_mv'").fetchone()[0]
         c.execute("INSERT INTO intro_ops VALUES (1, 1000)")  # a second tick, with a previous result
@@ -204,6 +205,15 @@ def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
                    f"JOIN mz_introspection.mz_compute_exports_{rid} e ON e.dataflow_id = o.dataflow_id "
                    f"WHERE e.export_id = '{mv_id}' AND o.plan_node_id > 0")
         _wait(c, "SELECT n FROM intro_ops_mv WHERE k = 1", lambda rows: rows == [(73,)])
+        # count / sum alone is kept from deltas: EXPLAIN says so, and what state it keeps
+        c.execute("CREATE MATERIALIZED VIEW intro_ops_red AS SELECT k, count(*) AS n FROM intro_ops GROUP BY k")
+        _wait(c, "SELECT n FROM intro_ops_red WHERE k = 1", lambda rows: rows == [(73,)])
+        red = "\n".join(r[0] for r in c.execute("EXPLAIN PHYSICAL PLAN FOR MATERIALIZED VIEW intro_ops_red"))
+        assert red.startswith("Strategy on replica r1: reduce: ") and "sorted runs per key partition" in red, red
+        pinned = "\n".join(r[0] for r in c.execute(
+            "EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR MATERIALIZED VIEW intro_ops_red"))
+        assert pinned.startswith("Strategy on replica r1: reduce: ") and "MapInArrow" in pinned, pinned
+        c.execute("DROP MATERIALIZED VIEW intro_ops_red")
         deadline = time.time() + 60
         while True:  # the plan the replica last recorded and EXPLAIN agree (once a steady plan ran)
             ops = set(c.execute(ops_sql).fetchall())
@@ -214,6 +224,7 @@ def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
             time.sleep(1)
         assert ops and ops == shown, (ops, text)
         assert any(name == "HashAggregate" for _, name in ops)
+        assert text.startswith("Strategy on replica r1: recompute: ") and "not reduce: " in text, text
         # every operator that ran has time and the scans have rows; elapsed adds up per worker
         elapsed = dict(_wait(c, f"SELECT o.plan_node_id, e.elapsed_ns FROM mz_introspection.mz_scheduling_elapsed_{rid} e "
                                 f"JOIN mz_introspection.mz_dataflow_operator_dataflows_{rid} o ON e.id = o.id "
