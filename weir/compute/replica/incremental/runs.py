@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,10 +51,6 @@ class Run:
 
     def __len__(self) -> int:
         return len(self.keys)
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.keys.nbytes + sum(v.nbytes for v in self.values))
 
 
 def same_labels(a: pa.Table, b: pa.Table) -> bool:
@@ -119,11 +115,12 @@ def merged(runs: Sequence[Run]) -> Run:
     return accumulate(keys, [np.concatenate([r.values[i] for r in runs]) for i in range(width)], labels)
 
 
-def _compacted(runs: list[Run], files: list[str | None]) -> tuple[list[Run], list[str | None]]:
+def _compacted(runs: list[Run], files: list[str | None],
+               merge: Callable[[Sequence[Run]], Run] = merged) -> tuple[list[Run], list[str | None]]:
     """Merge the newest runs while the one before is not much bigger (a geometric LSM: each
     key is merged O(log n) times over its life); a merged run has no file yet (None)."""
     while len(runs) >= 2 and len(runs[-2]) <= MERGE_RATIO * len(runs[-1]):
-        runs, files = [*runs[:-2], merged(runs[-2:])], [*files[:-2], None]
+        runs, files = [*runs[:-2], merge(runs[-2:])], [*files[:-2], None]
     return runs, files
 
 
@@ -310,14 +307,10 @@ def matches(runs: Iterable[Run], keys: np.ndarray) -> list[tuple[np.ndarray, Run
     return out
 
 
-def _compacted_rows(runs: list[Run], files: list[str | None]) -> tuple[list[Run], list[str | None]]:
-    while len(runs) >= 2 and len(runs[-2]) <= MERGE_RATIO * len(runs[-1]):
-        both = runs[-2:]
-        width = len(both[0].values)
-        runs = [*runs[:-2], consolidated_rows(np.concatenate([r.keys for r in both]),
-                                              [np.concatenate([r.values[i] for r in both]) for i in range(width)])]
-        files = [*files[:-2], None]
-    return runs, files
+def merged_rows(runs: Sequence[Run]) -> Run:
+    width = len(runs[0].values)
+    return consolidated_rows(np.concatenate([r.keys for r in runs]),
+                             [np.concatenate([r.values[i] for r in runs]) for i in range(width)])
 
 
 def arrange(runs: list[Run], files: Sequence[str], delta: Run, directory: str, name: str,
@@ -325,7 +318,7 @@ def arrange(runs: list[Run], files: Sequence[str], delta: Run, directory: str, n
     """The arrangement with `delta` applied: its runs and their files (the new one written)."""
     if not len(delta):
         return runs, list(files)
-    runs, out = _compacted_rows([*runs, delta], [*files, None])
+    runs, out = _compacted([*runs, delta], [*files, None], merged_rows)
     write_run(os.path.join(directory, name), runs[-1], names)
     out[-1] = name
     return runs, [f for f in out if f is not None]
