@@ -328,6 +328,94 @@ def test_reduce_strategy_matches_recompute_under_random_changes(env: Env) -> Non
         env.drop(f"red_{s}")
 
 
+def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
+    """A delta join (strategy "join") and a join + GROUP BY (strategy "reduce" over a delta
+    join) under a seeded stream of inserts and deletes on both inputs, several times per
+    interval now and then: every time's changes equal the queries' own, on both replicas
+    (which must both still run the strategy)."""
+    rng = random.Random(2828)
+    e = env.input("dj_e", [("id", T.INT8, False), ("k", T.INT4, True), ("v", T.INT4, True)])
+    d = env.input("dj_d", [("k", T.INT8, True), ("name", T.TEXT, True)])
+    live: dict[str, list[Row]] = {"e": [], "d": []}
+    ids = iter(range(1, 10_000))
+
+    def changes(side: str, n: int) -> list[tuple[Row, int]]:
+        out: list[tuple[Row, int]] = []
+        for _ in range(n):
+            if live[side] and rng.random() < 0.4:
+                out.append((live[side].pop(rng.randrange(len(live[side]))), -1))
+            else:
+                k = rng.choice([None, *range(6)])
+                row = ((next(ids), k, rng.choice([None, *range(-3, 9)])) if side == "e"
+                       else (k, rng.choice([None, "a", "b", "c", "z"])))
+                live[side].append(row)
+                out.append((row, 1))
+        return out
+
+    e.append(changes("e", 25), 500, upper=501)
+    d.append(changes("d", 8), 500, upper=501)
+    inputs = {"weir_e": "dj_e", "weir_d": "dj_d"}
+    views = {
+        "join": ("SELECT e.id, e.v, d.name FROM weir_e AS e JOIN weir_d AS d ON e.k = d.k AND d.name <> 'z' "
+                 "WHERE e.v < length(d.name) + 5",
+                 [("id", T.INT8, True), ("v", T.INT4, True), ("name", T.TEXT, True)]),
+        "reduce": ("SELECT d.name, count(*) AS n, sum(e.v) AS s FROM weir_e AS e, weir_d AS d "
+                   "WHERE d.k = e.k GROUP BY d.name",
+                   [("name", T.TEXT, True), ("n", T.INT8, True), ("s", T.INT8, True)]),
+    }
+    outs: dict[str, Shard] = {}
+    for kind, (sql, cols) in views.items():
+        outs[kind] = out = env.store.create_shard(f"dj_{kind}", cols, initial_upper=500)
+        assert env.create(f"dj_{kind}", sql, inputs, out, as_of=500, strategy=kind) == kind
+    times, t = [500], 500
+    for round_ in range(8):
+        for _ in range(rng.choice((1, 3))):  # several times in one interval, now and then
+            t += rng.randrange(1, 4)
+            upper = t + 1
+            e.append(changes("e", rng.randrange(0, 6)), t, upper=upper)
+            d.append(changes("d", rng.randrange(0, 3)), t, upper=upper)
+            times.append(t)
+        if round_ % 3 == 0:
+            for out in outs.values():
+                wait_upper(out, t + 1)
+
+    def joined(at: int) -> list[tuple[Row, Row, int]]:
+        return [(a, b, na * nb) for a, na in e.at(at).items() for b, nb in d.at(at).items()
+                if a[1] is not None and a[1] == b[0]]
+
+    def join_query(at: int) -> Counter[Row]:
+        out: Counter[Row] = Counter()
+        for a, b, n in joined(at):
+            if b[1] is not None and b[1] != "z" and a[2] is not None and a[2] < len(b[1]) + 5:
+                out[(a[0], a[2], b[1])] += n
+        return out
+
+    def reduce_query(at: int) -> Counter[Row]:
+        groups: dict[Any, list[Any]] = {}
+        for a, b, n in joined(at):
+            acc = groups.setdefault(b[1], [0, 0, 0])
+            acc[0] += n
+            if a[2] is not None:
+                acc[1] += n
+                acc[2] += a[2] * n
+        return Counter({(g, n, s if c else None): 1 for g, (n, c, s) in groups.items()})
+
+    env.announce({"dj_e": t + 5, "dj_d": t + 5})
+    for kind, query in (("join", join_query), ("reduce", reduce_query)):
+        assert output_log(outs[kind], wait_upper(outs[kind], t + 5)) == expected_log(query, times), kind
+    deadline = time.monotonic() + 30
+    while True:
+        runs = {kind: [env.ctl.replicas[r].last_status.get("dataflows", {}).get(f"dj_{kind}", {})
+                       for r in ("r1", "r2")] for kind in views}
+        if all(s.get("write_frontier") == t + 5 for r in runs.values() for s in r) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    for kind, statuses in runs.items():
+        assert [s.get("strategy") for s in statuses] == [kind, kind], statuses
+    for kind in views:
+        env.drop(f"dj_{kind}")
+
+
 def test_invalid_queries_are_refused_at_creation(env: Env) -> None:
     env.input("bad_in")
     out = env.store.create_shard("bad_out", [("k", T.INT4, True)], initial_upper=0)

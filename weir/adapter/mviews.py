@@ -45,8 +45,15 @@ def is_linear(q: exp.Expression) -> bool:
 
 def grouped(q: exp.Expression) -> bool:
     """A GROUP BY: the replica maintains it from deltas if its aggregates allow (count, sum
-    of integers: weir.compute.replica.incremental.reduce), else recomputes."""
+    of integers over its inputs or over a join of two: weir.compute.replica.incremental),
+    else recomputes."""
     return isinstance(q, exp.Select) and bool(q.args.get("group"))
+
+
+def joined(q: exp.Expression) -> bool:
+    """A join: the replica keeps an inner equi-join of two inputs from deltas (a delta join:
+    weir.compute.replica.incremental.join), else recomputes."""
+    return isinstance(q, exp.Select) and bool(q.args.get("joins"))
 
 
 def dataflow_sql(session: Session, plan: QueryPlan, *, temporal: bool = False) -> str:
@@ -125,7 +132,8 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         definition["thresholds_sql"] = dataflow_sql(session, planning.plan(session, thresholds))
         strategy = "recompute"
     else:
-        strategy = "linear" if is_linear(qualified) else "reduce" if grouped(qualified) else "recompute"
+        strategy = ("linear" if is_linear(qualified) else "reduce" if grouped(qualified)
+                    else "join" if joined(qualified) else "recompute")
     definition["strategy"] = strategy
     as_of = query.choose_timestamp(session, inputs, for_write=True)
     hold = coord.storage.acquire_read_hold(list(inputs), as_of)  # before any await

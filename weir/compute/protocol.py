@@ -65,9 +65,11 @@ Commands (controller -> replica)
   SQL over temp views; ``inputs`` is a list of
   ``{"name": "weir_u3", "shard_id": "u3", "columns"?: [{"name", ...}]}`` (the
   shard's columns, renamed to ``columns``' names if given). The output shard
-  has the query's columns in order. ``strategy``: ``"recompute"`` (any query)
-  or ``"linear"`` (filters, projections, maps, UNION ALL; falls back to
-  recompute when the query is not). ``thresholds_sql`` (optional): the view has a
+  has the query's columns in order. ``strategy``: ``"recompute"`` (any query),
+  ``"linear"`` (filters, projections, maps, UNION ALL), ``"reduce"`` (GROUP BY with
+  count / sum over a linear query or a two-input equi-join) or ``"join"`` (an
+  inner equi-join of two inputs, then linear operators); each falls back to
+  recompute when the query is not of its shape. ``thresholds_sql`` (optional): the view has a
   temporal filter (weir.sql.temporal); ``sql`` takes the named parameter
   ``:weir_mz_now`` (the time computed) and ``thresholds_sql``, over the same inputs,
   selects the times (column ``weir_flip``) at which its rows' comparisons with

@@ -22,10 +22,13 @@ the replica's peek threads). One step of its loop:
    Spark against the previous one (the output's contents at U-1, cached;
    loaded from the output shard when unknown). "linear": the rewritten query
    (weir.compute.replica.linear) runs once over the inputs' updates in [U, T).
-   "reduce": a GROUP BY of count / sum over a linear query; its linear part runs
-   over the updates and each group's accumulators change on the executors
-   (weir.compute.replica.incremental.reduce); an interval it did not apply
-   (recomputed, lost to a different interval, a restart) rebuilds its state.
+   "reduce": a GROUP BY of count / sum over a linear query or a join; its linear
+   part runs over the updates and each group's accumulators change on the
+   executors (weir.compute.replica.incremental.reduce). "join": an inner equi-join
+   of two inputs kept as a delta join against both inputs arranged by key on the
+   executors (weir.compute.replica.incremental.join), the rest of the query linear
+   over its output. An interval an incremental strategy did not apply (recomputed,
+   lost to a different interval, a restart) rebuilds its state.
 4. All diffs, each at its time, go into ONE compare_and_append(U -> T) with the
    replica's writer epoch; no change appends nothing but still advances the
    upper. A refused append means another replica won: the cached result is kept
@@ -58,15 +61,17 @@ from weir.compute.replica import dataflow_io as io
 from weir.compute.replica import plan_ids, temporal
 from weir.compute.replica.dataflow_errors import ErrorStream, data_error, state_of
 from weir.compute.replica.dataflow_spec import (
+    INCREMENTAL,
     LINEAR,
     MAINTAINS,
     RECOMPUTE,
-    REDUCE,
     DataflowSpec,
 )
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import translate
-from weir.compute.replica.incremental import reduce as reduction
+from weir.compute.replica.incremental import strategies
+from weir.compute.replica.incremental.maintained import Incremental
+from weir.compute.replica.incremental.reduce import gave_up
 from weir.compute.replica.linear import NotLinear, linear_rewrite
 from weir.compute.replica.plan_ids import PinnedNode
 from weir.compute.replica.temporal import Thresholds
@@ -121,7 +126,7 @@ class Dataflow:
         self.hydration_job: Any = None
         self._hydrating = True  # until the first computation (the snapshot) is done
         self._linear_sql: str | None = None
-        self._reduce: reduction.Reduce | None = None
+        self._incremental: Incremental | None = None  # a strategy in INCREMENTAL
         self._schema: Any = None
         self._out: Shard
         self._out_plans: io.Planner
@@ -144,6 +149,9 @@ class Dataflow:
     def explanation(self) -> str:
         """How it is maintained, the state it keeps, and why not as asked (EXPLAIN shows it)."""
         text = MAINTAINS[self.effective_strategy]
+        described = self._incremental.source.describe() if self._incremental is not None else ""
+        if described:
+            text += f"; {described}"
         if self.why_recompute and self.effective_strategy != self.spec.strategy:
             text += f"; not {self.spec.strategy}: {self.why_recompute}"
         return text
@@ -180,15 +188,16 @@ class Dataflow:
         self.columns = [f.name for f in self._schema.fields]
         if spec.strategy == LINEAR and self._thresholds is None:  # a temporal filter recomputes
             self._linear_sql = self._linear()
-        if spec.strategy == REDUCE and self._thresholds is None:
-            self._reduce, self.why_recompute = reduction.build(
-                self.spec.dataflow_id, self.spec.sql, [(i.name, i.columns) for i in self._inputs], self._schema,
-                self.engine.new_session, self.engine.shuffle_partitions())
-        self.effective_strategy = LINEAR if self._linear_sql else REDUCE if self._reduce else RECOMPUTE
-        reduce = self._reduce
-        if reduce is not None:  # the job its hydration runs
-            self._pin_plan(lambda session, t: reduce.frame(reduction.snapshot_rows(
-                session, reduce, [(i.name, i.columns, i.planner.plan(t + 1).files) for i in self._inputs], t)))
+        if spec.strategy in INCREMENTAL and self._thresholds is None:
+            self._incremental, self.why_recompute = strategies.build(
+                spec.strategy, spec.dataflow_id, spec.sql, [(i.name, i.columns) for i in self._inputs],
+                self._schema, self.engine.new_session, self.engine.shuffle_partitions())
+        self.effective_strategy = (LINEAR if self._linear_sql else spec.strategy if self._incremental
+                                   else RECOMPUTE)
+        incremental = self._incremental
+        if incremental is not None:  # the job its hydration runs
+            self._pin_plan(lambda session, t: incremental.snapshot_frame(
+                session, [(i.name, i.columns, i.planner.plan(t + 1).files) for i in self._inputs], t))
         else:
             self._pin_plan(lambda session, t: temporal.query(session, spec.sql, t, self._thresholds is not None))
         self.prepared = True
@@ -312,8 +321,8 @@ class Dataflow:
                 self._wake.clear()
         finally:
             self._drop_prev()
-            if self._reduce is not None:
-                self._reduce.close()
+            if self._incremental is not None:
+                self._incremental.close()
             try:
                 sc.removeJobTag(self.tag)
             except Exception:  # the session may be stopping
@@ -406,12 +415,12 @@ class Dataflow:
             try:
                 if self._linear_sql is not None and lower > self.spec.as_of and since < lower and not erring:
                     updates = self._apply_linear(plans, lower, upper)
-                elif self._reduce is not None and (lower <= self.spec.as_of or since < lower) and not erring:
-                    updates, result = self._apply_reduce(plans, ordered, lower, upper, floor)
+                elif self._incremental is not None and (lower <= self.spec.as_of or since < lower) and not erring:
+                    updates, result = self._apply_incremental(plans, ordered, lower, upper, floor)
                 else:
                     updates, result = self._recompute(plans, ordered, lower)
-                    if self._reduce is not None:
-                        self._reduce.stale = True
+                    if self._incremental is not None:
+                        self._incremental.stale = True
             except Exception as e:
                 failed = self._data_error(e)
                 if failed is None:
@@ -428,9 +437,9 @@ class Dataflow:
         try:
             self._out.compare_and_append(updates, lower, upper, epoch)
         except UpperMismatch as e:
-            if self._reduce is not None and result is None and e.current == upper and updates is not None:
+            if self._incremental is not None and result is None and e.current == upper and updates is not None:
                 # another replica wrote this very interval: its output is ours, so is our state
-                self._reduce.stale = False
+                self._incremental.stale = False
                 self.stats["lost"] += 1
                 if self._errs is not None:
                     self._errs.forget()
@@ -442,8 +451,8 @@ class Dataflow:
             _release(result)
             raise
         self.stats["appended"] += 1
-        if self._reduce is not None and failed is None and updates is not None and result is None:
-            self._reduce.stale = False  # it applied this interval, now appended
+        if self._incremental is not None and failed is None and updates is not None and result is None:
+            self._incremental.stale = False  # it applied this interval, now appended
         if failed is None and self._narrow and not (self._errs is not None and self._errs.current()):
             self._narrow = False
         if ordered and failed is None:
@@ -463,16 +472,16 @@ class Dataflow:
         plans = [inp.planner.plan(t + 1) for inp in self._inputs]
         if any(p.frontiers.since > t for p in plans):
             return
-        if self._reduce is not None:
+        if self._incremental is not None:
             try:
-                self._reduce.rebuild(self.engine.new_session(), [(i.name, i.columns, p.files) for i, p in
+                self._incremental.rebuild(self.engine.new_session(), [(i.name, i.columns, p.files) for i, p in
                                                                  zip(self._inputs, plans, strict=True)],
                                      t, self._hydration_job)
             except Exception as e:
                 if self.engine.jvm_gone(e) or self._stop.is_set():
                     raise
                 log.info("dataflow %s: rebuilding its state at %d failed (%s)", self.spec.dataflow_id, t, e)
-                self._reduce.stale = True
+                self._incremental.stale = True
             return
         try:
             updates, result = self._recompute(plans, [t], t + 1)
@@ -550,28 +559,29 @@ class Dataflow:
         data = io.linear_updates(session.sql(self._linear_sql), self._schema).toArrow()
         return io.output_updates(data, self._out.columns)
 
-    def _apply_reduce(self, plans: list[io.Plan], times: list[int], lower: int, upper: int,
-                      floor: int) -> tuple[pa.Table, Any]:
-        """The interval by the reduce strategy (a hydration: from empty state at `floor`);
+    def _apply_incremental(self, plans: list[io.Plan], times: list[int], lower: int, upper: int,
+                           floor: int) -> tuple[pa.Table, Any]:
+        """The interval by an incremental strategy (a hydration: from empty state at `floor`);
         if it gives up (an overflow, a hash collision, a bug), recompute from now on."""
-        reduce = self._reduce
-        assert reduce is not None
+        incremental = self._incremental
+        assert incremental is not None
         bound = [(inp.name, inp.columns, p.files) for inp, p in zip(self._inputs, plans, strict=True)]
         try:
             if lower <= self.spec.as_of:
-                data = reduce.hydrate(self.engine.new_session, bound, floor, upper, self._hydration_job)
+                data = incremental.hydrate(self.engine.new_session, bound, floor, upper, self._hydration_job)
             else:
                 changed = [(inp.name, inp.columns, p.changed) for inp, p in zip(self._inputs, plans, strict=True)]
-                data = reduce.advance(self.engine.new_session, bound, changed, lower, upper, self._hydration_job)
+                data = incremental.advance(self.engine.new_session, bound, changed, lower, upper,
+                                           self._hydration_job)
         except Exception as e:
             if self.engine.jvm_gone(e) or self._stop.is_set() or (
-                    not reduction.gave_up(e) and data_error(translate(e))):
+                    not gave_up(e) and data_error(translate(e))):
                 raise  # a data error recompute would meet too: recorded as the view's error
-            level = logging.INFO if reduction.gave_up(e) else logging.WARNING
+            level = logging.INFO if gave_up(e) else logging.WARNING
             log.log(level, "dataflow %s: recomputing from now on (%s)", self.spec.dataflow_id, e)
-            reduce.close()
-            self._reduce, self.effective_strategy = None, RECOMPUTE
-            self.why_recompute = f"the reduce strategy gave up: {str(e).splitlines()[0][:200]}"
+            incremental.close()
+            self._incremental, self.effective_strategy = None, RECOMPUTE
+            self.why_recompute = f"the {self.spec.strategy} strategy gave up: {str(e).splitlines()[0][:200]}"
             return self._recompute(plans, times, lower)
         return io.output_updates(data, self._out.columns), None
 
@@ -611,8 +621,8 @@ class Dataflow:
     def _caught_up(self, current: int) -> None:
         """The output advanced to `current` without us: keep the cached contents only if
         nothing was appended since."""
-        if self._reduce is not None:
-            self._reduce.stale = True
+        if self._incremental is not None:
+            self._incremental.stale = True
         if self._prev is not None and self.upper is not None:
             if current < self.upper or self._out_plans.plan(current, self.upper).times:
                 self._drop_prev()

@@ -12,8 +12,9 @@ from weir.compute.replica import plan_ids
 from weir.compute.replica.plan_ids import PinnedNode
 from weir.errors import SqlState, WeirError
 
-RECOMPUTE, LINEAR, ARRANGE, REDUCE = "recompute", "linear", "arrange", "reduce"
-STRATEGIES = (RECOMPUTE, LINEAR, ARRANGE, REDUCE)
+RECOMPUTE, LINEAR, ARRANGE, REDUCE, JOIN = "recompute", "linear", "arrange", "reduce", "join"
+STRATEGIES = (RECOMPUTE, LINEAR, ARRANGE, REDUCE, JOIN)
+INCREMENTAL = (REDUCE, JOIN)  # kept from deltas with state on the executors (incremental/)
 # what each strategy does per interval and the state it keeps (EXPLAIN shows it)
 MAINTAINS = {
     RECOMPUTE: "the whole query per interval on Spark, diffed against its previous result "
@@ -22,6 +23,8 @@ MAINTAINS = {
     REDUCE: "each interval's updates through the query's linear part, hash-partitioned by group key; "
             "state: per group count(*) and per argument its non-NULL count and sum, as sorted runs "
             "per key partition on Spark's executors",
+    JOIN: "each interval's input updates through a delta join of two inputs, then the rest of the "
+          "query (filters, projections)",
     ARRANGE: "the query's updates into an arrangement in replica memory (state: the arrangement)",
 }
 # An index's export: {"keys": [column positions], "columns": [{"name", "pg_type"}],

@@ -19,12 +19,9 @@ could leave 64 bits raises Overflow: the dataflow falls back to recomputing.
 from __future__ import annotations
 
 import json
-import logging
 import os
-import shutil
-import tempfile
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,9 +34,14 @@ from sqlglot.errors import SqlglotError
 
 from weir.compute.replica import dataflow_io as io
 from weir.compute.replica.incremental import runs
+from weir.compute.replica.incremental.maintained import (
+    Incremental,
+    Job,
+    Source,
+    remove,
+    state_directory,
+)
 from weir.compute.replica.linear import DIFF, TIME, NotLinear, linear_rewrite
-
-log = logging.getLogger(__name__)
 
 HASH, PART, RUNS = "__weir_h", "__weir_part", "__weir_runs"
 LIMIT = 2.0 ** 62  # accumulators past this could overflow 64 bits: recompute instead
@@ -127,35 +129,17 @@ def _integral(t: Any) -> bool:
         name == "DecimalType" and t.scale == 0)
 
 
-Bound = Sequence[tuple[str, Sequence[Any], Sequence[str]]]  # (view name, columns, files)
-
-
-def build(dataflow_id: str, sql: str, inputs: Sequence[tuple[str, Sequence[Any]]], schema: Any,
-          new_session: Callable[[], Any], partitions: int) -> tuple[Reduce | None, str | None]:
-    """The dataflow's reduction, or None (it recomputes) and why."""
-    def analyse(query: str) -> Any:
-        session = new_session()
-        for name, columns in inputs:
-            io.contents_view(session, [], columns, 0).createOrReplaceTempView(name)
-        return session.sql(query).schema
-
-    try:
-        return Reduce(sql, {name: [c[0] for c in columns] for name, columns in inputs}, schema, analyse,
-                      partitions), None
-    except Exception as e:  # NotReducible, or Spark refusing the query's linear part
-        log.info("dataflow %s: recomputing (not reducible: %s)", dataflow_id, e)
-        return None, f"not reducible: {str(e).splitlines()[0][:200]}"
-
-
-class Reduce:
+class Reduce(Incremental):
     """A dataflow's reduction: its shape, the Spark SQL of its linear part, its state."""
 
-    def __init__(self, sql: str, inputs: Mapping[str, Sequence[str]], schema: Any,
-                 analyse: Callable[[str], Any], partitions: int) -> None:
-        """`analyse`: the Spark schema of a query over the inputs (raises if Spark cannot run it)."""
+    def __init__(self, sql: str, source: Source, schema: Any, analyse: Callable[[str], Any],
+                 partitions: int) -> None:
+        """`analyse`: the Spark schema of a query over the source's views (raises if Spark
+        cannot run it)."""
+        super().__init__(source)
         self.shape = shape(sql)
         try:
-            self.linear_sql = linear_rewrite(self.shape.pre_sql, inputs)
+            self.linear_sql = linear_rewrite(self.shape.pre_sql, source.names)
         except NotLinear as e:
             raise NotReducible(f"its input is not linear: {e}") from None
         pre_schema = analyse(self.shape.pre_sql)
@@ -171,55 +155,25 @@ class Reduce:
                 raise NotReducible(f"an aggregate of type {f.dataType.simpleString()}")
         self.schema, self.pre_schema, self.partitions = schema, pre_schema, partitions
         self.width = 1 + 2 * self.shape.arguments  # count(*), then per argument non-NULL count and sum
-        self.directory = tempfile.mkdtemp(prefix="weir-reduce-")
+        self.directory = state_directory("reduce")
         self.manifest = runs.Manifest(self.directory, partitions, ("groups",))
-        # the state is not the output's at its upper - 1 (an interval it did not apply, or
-        # applied but not appended): rebuilt from the inputs before its next use
-        self.stale = False
 
-    def hydrate(self, new_session: Callable[[], Any], inputs: Bound, floor: int, upper: int,
-                job: Callable[[Any], None]) -> pa.Table:
-        """The view's snapshot at `floor` (the job its pinned plan is), then its changes up to
-        `upper`, from empty state."""
-        self.reset()
-        self.stale = True  # until the dataflow appended what this returns
-        out = self.run(snapshot_rows(new_session(), self, inputs, floor), job)
-        if upper > floor + 1:
-            out = pa.concat_tables([out, self.run(update_rows(new_session(), self, inputs, floor + 1, upper))])
-        return out
-
-    def advance(self, new_session: Callable[[], Any], inputs: Bound, changed: Bound, lower: int,
-                upper: int, job: Callable[[Any], None]) -> pa.Table:
-        """The changes of [lower, upper) (`changed`: the files that can hold them)."""
-        if self.stale:
-            self.rebuild(new_session(), inputs, lower - 1, job)
-        self.stale = True  # until the dataflow appended what this returns
-        return self.run(update_rows(new_session(), self, changed, lower, upper))
-
-    def rebuild(self, session: Any, inputs: Bound, t: int, job: Callable[[Any], None]) -> None:
-        """The state from the inputs at `t` (the output holds the view there)."""
-        self.reset()
-        self.run(snapshot_rows(session, self, inputs, t), job)
-        self.stale = False
-
-    def reset(self) -> None:
-        """Forget the state (it is rebuilt from the inputs)."""
-        shutil.rmtree(self.directory, ignore_errors=True)
+    def reset_own(self) -> None:
+        remove(self.directory)
         self.manifest = runs.Manifest(self.directory, self.partitions, ("groups",))
 
     def close(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        super().close()
+        remove(self.directory)
 
-    def state_bytes(self) -> int:
+    def own_bytes(self) -> int:
         return sum(self.manifest.state_bytes().values())
 
-    def run(self, updates: Any, job: Callable[[Any], None] = lambda df: None) -> pa.Table:
-        """Apply `updates` (the linear part's output: __k*, __a*, __weir_t, __weir_d) and
-        return the view's changes: the output columns by position, __weir_t, __weir_n.
-        `job` sees the DataFrame that runs (a hydration's tracker reads its plan)."""
+    def apply(self, updates: Any, job: Job) -> pa.Table:
+        """Apply `updates` (the linear part's output: __k*, __a*, __weir_t, __weir_d)."""
         m = self.manifest
         # a name no earlier attempt used: a path's contents never change (executors cache by path)
-        df = self.frame(updates, f"{m.version + 1}-{uuid.uuid4().hex[:12]}")
+        df = self._frame(updates, f"{m.version + 1}-{uuid.uuid4().hex[:12]}")
         job(df)
         out = df.toArrow()
         reports = out.filter(pc.is_valid(out.column(PART)))
@@ -229,7 +183,10 @@ class Reduce:
         m.save()
         return self._changes(out.filter(pc.is_null(out.column(PART))))
 
-    def frame(self, updates: Any, version: str = "1") -> Any:
+    def frame(self, updates: Any) -> Any:
+        return self._frame(updates, "explain")
+
+    def _frame(self, updates: Any, version: str) -> Any:
         """The job: updates hashed by group key, partitioned, applied by each partition's task."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
@@ -325,21 +282,6 @@ def _task(directory: str, manifest: dict[int, list[str]], version: str, n_keys: 
         yield pa.RecordBatch.from_pydict(meta)
 
     return task
-
-
-def snapshot_rows(session: Any, reduce: Reduce, inputs: Bound, t: int) -> Any:
-    """The linear part over the inputs' contents at `t`, as updates at `t` (the plan an
-    interval's job has too: introspection's operators stay EXPLAIN's)."""
-    for name, columns, files in inputs:
-        io.counted_updates_view(session, files, columns, None, t + 1, at=t).createOrReplaceTempView(name)
-    return session.sql(reduce.linear_sql)
-
-
-def update_rows(session: Any, reduce: Reduce, inputs: Bound, lower: int, upper: int) -> Any:
-    """The linear part over the inputs' updates in [lower, upper)."""
-    for name, columns, files in inputs:
-        io.counted_updates_view(session, files, columns, lower, upper).createOrReplaceTempView(name)
-    return session.sql(reduce.linear_sql)
 
 
 def gave_up(e: BaseException) -> bool:

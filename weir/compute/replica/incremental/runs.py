@@ -22,6 +22,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 KEY = "key"
+R = TypeVar("R")
 MERGE_RATIO = 2  # a run is merged into the one before it while that one is at most twice its size
 CACHE_RUNS = 256
 
@@ -115,8 +117,8 @@ def merged(runs: Sequence[Run]) -> Run:
     return accumulate(keys, [np.concatenate([r.values[i] for r in runs]) for i in range(width)], labels)
 
 
-def _compacted(runs: list[Run], files: list[str | None],
-               merge: Callable[[Sequence[Run]], Run] = merged) -> tuple[list[Run], list[str | None]]:
+def compacted(runs: list[R], files: list[str | None],
+              merge: Callable[[Sequence[R]], R]) -> tuple[list[R], list[str | None]]:
     """Merge the newest runs while the one before is not much bigger (a geometric LSM: each
     key is merged O(log n) times over its life); a merged run has no file yet (None)."""
     while len(runs) >= 2 and len(runs[-2]) <= MERGE_RATIO * len(runs[-1]):
@@ -126,7 +128,7 @@ def _compacted(runs: list[Run], files: list[str | None],
 
 # ---- files and the executor's cache ------------------------------------------------------
 
-_CACHE: OrderedDict[str, Run] = OrderedDict()
+_CACHE: OrderedDict[str, Any] = OrderedDict()  # Run or rows.RowRun, by path
 
 
 def write_run(path: str, run: Run, names: Sequence[str]) -> None:
@@ -139,13 +141,20 @@ def write_run(path: str, run: Run, names: Sequence[str]) -> None:
     with pa.OSFile(tmp, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
     os.replace(tmp, path)
-    _remember(path, run)
+    remember(path, run)
 
 
-def read_run(path: str) -> Run:
+def cached(path: str) -> Any:
+    """The run this worker read or wrote at `path`, if it still holds it."""
     run = _CACHE.get(path)
     if run is not None:
         _CACHE.move_to_end(path)
+    return run
+
+
+def read_run(path: str) -> Run:
+    run = cached(path)
+    if isinstance(run, Run):
         return run
     with pa.memory_map(path) as source:
         table = ipc.open_file(source).read_all()
@@ -153,11 +162,11 @@ def read_run(path: str) -> Run:
     labelled = [i for i, n in enumerate(table.column_names) if n.startswith(LABEL)]
     run = Run(table.column(0).to_numpy(), tuple(table.column(i).to_numpy() for i in values),
               table.select(labelled) if labelled else None)
-    _remember(path, run)
+    remember(path, run)
     return run
 
 
-def _remember(path: str, run: Run) -> None:
+def remember(path: str, run: Any) -> None:
     _CACHE[path] = run
     _CACHE.move_to_end(path)
     while len(_CACHE) > CACHE_RUNS:
@@ -259,7 +268,7 @@ def apply_times(manifest_runs: Sequence[str], directory: str, partition: int, ve
         pending = delta if pending is None else merged([pending, delta])
     if pending is None or not len(pending):
         return steps, list(manifest_runs)
-    runs, files = _compacted([*runs, pending], [*manifest_runs, None])
+    runs, files = compacted([*runs, pending], [*manifest_runs, None], merged)
     name = f"p{partition}-v{version}.arrow"
     write_run(os.path.join(directory, name), runs[-1], names)
     files[-1] = name
@@ -318,7 +327,7 @@ def arrange(runs: list[Run], files: Sequence[str], delta: Run, directory: str, n
     """The arrangement with `delta` applied: its runs and their files (the new one written)."""
     if not len(delta):
         return runs, list(files)
-    runs, out = _compacted([*runs, delta], [*files, None], merged_rows)
+    runs, out = compacted([*runs, delta], [*files, None], merged_rows)
     write_run(os.path.join(directory, name), runs[-1], names)
     out[-1] = name
     return runs, [f for f in out if f is not None]

@@ -1,0 +1,49 @@
+"""Which incremental strategy maintains a dataflow, built from its query (or why none)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from weir.compute.replica.dataflow_spec import REDUCE
+from weir.compute.replica.incremental import join
+from weir.compute.replica.incremental.maintained import Incremental, InputUpdates, Source
+from weir.compute.replica.incremental.reduce import Reduce
+
+log = logging.getLogger(__name__)
+
+
+def build(strategy: str, dataflow_id: str, sql: str, inputs: Sequence[tuple[str, Sequence[Any]]],
+          schema: Any, new_session: Callable[[], Any],
+          partitions: int) -> tuple[Incremental | None, str | None]:
+    """The dataflow's strategy ("reduce": a GROUP BY of count / sum over its inputs or over
+    a delta join of two; "join": a delta join then linear operators), or None (it
+    recomputes) and why."""
+    source: Source | None = None
+    try:
+        if join.has_join(sql):
+            shape = join.split(sql, {name: [c[0] for c in columns] for name, columns in inputs})
+            source = delta = join.DeltaJoin(shape, inputs, new_session, partitions)
+            sql = shape.post_sql
+        elif strategy == REDUCE:
+            source, delta = InputUpdates(inputs), None
+        else:
+            raise join.NotJoinable("the query has no join")
+        if strategy == REDUCE:
+            ready = source
+
+            def analyse(query: str) -> Any:
+                session = new_session()
+                ready.register_empty(session)
+                return session.sql(query).schema
+
+            return Reduce(sql, source, schema, analyse, partitions), None
+        assert delta is not None
+        return join.JoinedView(sql, delta, schema), None
+    except Exception as e:  # NotReducible, NotJoinable, or Spark refusing a part of the query
+        if source is not None:
+            source.close()
+        why = f"not {'reducible' if strategy == REDUCE else 'joinable'}: {str(e).splitlines()[0][:200]}"
+        log.info("dataflow %s: recomputing (%s)", dataflow_id, why)
+        return None, why
