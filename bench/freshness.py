@@ -228,11 +228,16 @@ def measure(writer: psycopg.Connection, sub: Subscriber, insert: Callable[[int],
     return result
 
 
+LOAD_CHUNK = 2_000_000
+
+
 def load_table(conn: psycopg.Connection, table: str, rows: int) -> float:
     """(id bigint, k int, v int): k = id % DIM_ROWS, v = id % 100."""
     conn.execute(f"CREATE TABLE {table} (id bigint, k int, v int)")
     t0 = time.monotonic()
-    conn.execute(f"INSERT INTO {table} SELECT id, id % {DIM_ROWS}, id % 100 FROM generate_series(0, {rows} - 1) AS s(id)")
+    for lo in range(0, rows, LOAD_CHUNK):  # one INSERT of 10^7 rows is more than a replica of size '1' holds
+        hi = min(rows, lo + LOAD_CHUNK) - 1
+        conn.execute(f"INSERT INTO {table} SELECT id, id % {DIM_ROWS}, id % 100 FROM generate_series({lo}, {hi}) AS s(id)")
     secs = time.monotonic() - t0
     n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]  # type: ignore[index]
     if n != rows:

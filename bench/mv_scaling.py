@@ -81,6 +81,7 @@ def group_probe(table: str) -> Callable[[int], str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated input row counts")
+    ap.add_argument("--kinds", default=",".join(KINDS), help="comma-separated views of " + ", ".join(KINDS))
     ap.add_argument("--samples", type=int, default=20, help="timed probes per size and view")
     ap.add_argument("--warmup", type=int, default=3, help="untimed probes first")
     ap.add_argument("--jvm-warmup", type=int, default=15,
@@ -94,6 +95,7 @@ def main() -> int:
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    kinds = [k for k in KINDS if k in args.kinds.split(",")]
 
     base = Path(tempfile.mkdtemp(prefix="weir-bench-mvscale-"))
     print(f"load average at start: {load_avg()} (2 cores, shared: other load skews the timings)")
@@ -112,7 +114,7 @@ def main() -> int:
             table = f"sc_{n}"
             loads[n] = load_table(conn, table, n)
             print(f"{n:,} rows loaded in {loads[n]:.1f}s (load average {load_avg()})", flush=True)
-            for kind in KINDS:
+            for kind in kinds:
                 view = f"{table}_{kind}"
                 sql = {"filter": FILTER_SQL, "group": GROUP_SQL, "join": JOIN_SQL}[kind].format(t=table, d="sc_dim")
                 hydration[(kind, n)] = create_mv(conn, view, sql)
@@ -152,10 +154,10 @@ def main() -> int:
     print(f"\n## per-update latency (INSERT acknowledged -> subscriber received), "
           f"{args.samples} samples per point; took {time.monotonic() - started:.0f}s")
     print(f"{'rows':>10s} {'load s':>7s} | " + " | ".join(
-        f"{k + ' hydr s':>13s} {'p50 ms':>7s} {'p99 ms':>7s}" for k in KINDS))
+        f"{k + ' hydr s':>13s} {'p50 ms':>7s} {'p99 ms':>7s}" for k in kinds))
     for n in sizes:
         cells = []
-        for kind in KINDS:
+        for kind in kinds:
             r = results.get((kind, n))
             if r is None:
                 cells.append(f"{'-':>13s} {'-':>7s} {'-':>7s}")
@@ -171,7 +173,7 @@ def main() -> int:
                       f"then -> received p50 {pct(rest, 50) * 1000:.0f} ms")
     lo, hi = min(sizes), max(sizes)
     ratios: dict[str, tuple[float, float]] = {}
-    for kind in KINDS:
+    for kind in kinds:
         a, b = results.get((kind, lo)), results.get((kind, hi))
         if a is None or b is None or not a.fresh or not b.fresh:
             continue
@@ -180,7 +182,7 @@ def main() -> int:
               + ("   (goal: near 1)" if kind == "filter" else ""))
     print(f"load average at end: {load_avg()}")
     print("\n## for the README (command / figure)")
-    for kind in KINDS:
+    for kind in kinds:
         if kind not in ratios:
             continue
         pts = ", ".join(f"{n:,}: {pct(results[(kind, n)].fresh, 50) * 1000:.0f}/"

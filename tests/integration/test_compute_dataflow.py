@@ -329,14 +329,16 @@ def test_reduce_strategy_matches_recompute_under_random_changes(env: Env) -> Non
 
 
 def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
-    """A delta join (strategy "join") and a join + GROUP BY (strategy "reduce" over a delta
-    join) under a seeded stream of inserts and deletes on both inputs, several times per
+    """A delta join (strategy "join"), a join + GROUP BY (strategy "reduce" over a delta
+    join) and a join of three inputs + GROUP BY (two join stages) under a seeded stream of
+    inserts and deletes on every input, several times per
     interval now and then: every time's changes equal the queries' own, on both replicas
     (which must both still run the strategy)."""
     rng = random.Random(2828)
     e = env.input("dj_e", [("id", T.INT8, False), ("k", T.INT4, True), ("v", T.INT4, True)])
     d = env.input("dj_d", [("k", T.INT8, True), ("name", T.TEXT, True)])
-    live: dict[str, list[Row]] = {"e": [], "d": []}
+    r = env.input("dj_r", [("name", T.TEXT, True), ("region", T.INT4, True)])
+    live: dict[str, list[Row]] = {"e": [], "d": [], "r": []}
     ids = iter(range(1, 10_000))
 
     def changes(side: str, n: int) -> list[tuple[Row, int]]:
@@ -346,15 +348,17 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
                 out.append((live[side].pop(rng.randrange(len(live[side]))), -1))
             else:
                 k = rng.choice([None, *range(6)])
+                name = rng.choice([None, "a", "b", "c", "z"])
                 row = ((next(ids), k, rng.choice([None, *range(-3, 9)])) if side == "e"
-                       else (k, rng.choice([None, "a", "b", "c", "z"])))
+                       else (k, name) if side == "d" else (name, rng.choice([None, 1, 2])))
                 live[side].append(row)
                 out.append((row, 1))
         return out
 
     e.append(changes("e", 25), 500, upper=501)
     d.append(changes("d", 8), 500, upper=501)
-    inputs = {"weir_e": "dj_e", "weir_d": "dj_d"}
+    r.append(changes("r", 5), 500, upper=501)
+    inputs = {"weir_e": "dj_e", "weir_d": "dj_d", "weir_r": "dj_r"}
     views = {
         "join": ("SELECT e.id, e.v, d.name FROM weir_e AS e JOIN weir_d AS d ON e.k = d.k AND d.name <> 'z' "
                  "WHERE e.v < length(d.name) + 5",
@@ -362,11 +366,15 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
         "reduce": ("SELECT d.name, count(*) AS n, sum(e.v) AS s FROM weir_e AS e, weir_d AS d "
                    "WHERE d.k = e.k GROUP BY d.name",
                    [("name", T.TEXT, True), ("n", T.INT8, True), ("s", T.INT8, True)]),
+        "three": ("SELECT r.region, count(*) AS n, sum(e.v) AS s FROM weir_e AS e JOIN weir_d AS d ON e.k = d.k "
+                  "JOIN weir_r AS r ON r.name = d.name GROUP BY r.region",
+                  [("region", T.INT4, True), ("n", T.INT8, True), ("s", T.INT8, True)]),
     }
+    strategy = {"join": "join", "reduce": "reduce", "three": "reduce"}
     outs: dict[str, Shard] = {}
     for kind, (sql, cols) in views.items():
         outs[kind] = out = env.store.create_shard(f"dj_{kind}", cols, initial_upper=500)
-        assert env.create(f"dj_{kind}", sql, inputs, out, as_of=500, strategy=kind) == kind
+        assert env.create(f"dj_{kind}", sql, inputs, out, as_of=500, strategy=strategy[kind]) == strategy[kind]
     times, t = [500], 500
     for round_ in range(8):
         for _ in range(rng.choice((1, 3))):  # several times in one interval, now and then
@@ -374,6 +382,7 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
             upper = t + 1
             e.append(changes("e", rng.randrange(0, 6)), t, upper=upper)
             d.append(changes("d", rng.randrange(0, 3)), t, upper=upper)
+            r.append(changes("r", rng.randrange(0, 2)), t, upper=upper)
             times.append(t)
         if round_ % 3 == 0:
             for out in outs.values():
@@ -390,18 +399,23 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
                 out[(a[0], a[2], b[1])] += n
         return out
 
-    def reduce_query(at: int) -> Counter[Row]:
+    def reduce_query(at: int, three: bool = False) -> Counter[Row]:
         groups: dict[Any, list[Any]] = {}
-        for a, b, n in joined(at):
-            acc = groups.setdefault(b[1], [0, 0, 0])
+        rows = joined(at)
+        if three:
+            rows = [(a, (c[1],), n * nc) for a, b, n in rows for c, nc in r.at(at).items()
+                    if b[1] is not None and b[1] == c[0]]
+        for a, b, n in rows:
+            acc = groups.setdefault(b[1] if not three else b[0], [0, 0, 0])
             acc[0] += n
             if a[2] is not None:
                 acc[1] += n
                 acc[2] += a[2] * n
         return Counter({(g, n, s if c else None): 1 for g, (n, c, s) in groups.items()})
 
-    env.announce({"dj_e": t + 5, "dj_d": t + 5})
-    for kind, query in (("join", join_query), ("reduce", reduce_query)):
+    env.announce({"dj_e": t + 5, "dj_d": t + 5, "dj_r": t + 5})
+    for kind, query in (("join", join_query), ("reduce", reduce_query),
+                        ("three", lambda at: reduce_query(at, three=True))):
         assert output_log(outs[kind], wait_upper(outs[kind], t + 5)) == expected_log(query, times), kind
     deadline = time.monotonic() + 30
     while True:
@@ -411,7 +425,7 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
             break
         time.sleep(0.2)
     for kind, statuses in runs.items():
-        assert [s.get("strategy") for s in statuses] == [kind, kind], statuses
+        assert [s.get("strategy") for s in statuses] == [strategy[kind]] * 2, statuses
     for kind in views:
         env.drop(f"dj_{kind}")
 
@@ -488,5 +502,34 @@ def test_replicas_share_the_output_and_survive_a_kill(env: Env) -> None:
     with pytest.raises(Fenced):
         f = out.frontiers()
         out.compare_and_append(None, f.upper, f.upper + 1, epoch)
-    env.drop("rep")
+    # Alone now, r1 is killed while its output is quiet: its checkpoint is the output's
+    # upper, so the restarted r1 resumes its state instead of rebuilding it, and the next
+    # changes (only r1 writes them) come out right.
     lt.run(ctl.drop_replica("r2"))
+
+    def r1_at(upper: int, incarnation: int) -> dict[str, Any]:
+        deadline = time.monotonic() + 60
+        while True:
+            status = ctl.replicas["r1"].last_status
+            r1 = status.get("dataflows", {}).get("rep", {})
+            if status.get("incarnation") == incarnation and r1.get("write_frontier") == upper:
+                return r1
+            assert time.monotonic() < deadline, status
+            time.sleep(0.2)
+
+    for change in ([((1, 5), 1), ((11, 2), 1)], [((3, 1), -1), ((12, 1), 1)]):
+        t += 10
+        inp.append(change, t, upper=t + 1)
+        times.append(t)
+        env.announce({"rep_in": t + 1})
+        r1 = r1_at(t + 1, 2 if change[0][0] == (1, 5) else 3)
+        if change[0][0] == (1, 5):  # r1's state is the output's (it wrote the last interval)
+            pid = env.orch.pid("r1")
+            assert pid is not None
+            os.killpg(pid, signal.SIGKILL)
+            env.online("r1", 3)
+            r1 = r1_at(t + 1, 3)
+            assert r1.get("resumed") == 1 and r1.get("strategy") == "reduce", r1
+    assert r1.get("appended") == 1, r1  # the interval after the restart, from the resumed state
+    assert output_log(out, wait_upper(out, t + 1)) == expected_log(lambda x: sums(inp.at(x)), times)
+    env.drop("rep")

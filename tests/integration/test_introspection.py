@@ -214,6 +214,24 @@ def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
             "EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR MATERIALIZED VIEW intro_ops_red"))
         assert pinned.startswith("Strategy on replica r1: reduce: ") and "MapInArrow" in pinned, pinned
         c.execute("DROP MATERIALIZED VIEW intro_ops_red")
+        # a join + aggregate: kept as a delta join under the reduce; both stateful operators
+        # (the join's arrangements of both inputs, the groups) report their state per partition
+        c.execute("CREATE TABLE intro_dim (k int, name text)")
+        c.execute("INSERT INTO intro_dim SELECT g, 'n' || g FROM generate_series(0, 6) AS g")
+        c.execute("CREATE MATERIALIZED VIEW intro_ops_join AS SELECT d.name, count(*) AS n, sum(o.v) AS s "
+                  "FROM intro_ops o JOIN intro_dim d ON o.k = d.k GROUP BY d.name")
+        _wait(c, "SELECT n FROM intro_ops_join WHERE name = 'n1'", lambda rows: rows == [(73,)])
+        joined = "\n".join(r[0] for r in c.execute("EXPLAIN PHYSICAL PLAN FOR MATERIALIZED VIEW intro_ops_join"))
+        assert joined.startswith("Strategy on replica r1: reduce: ") and "delta join" in joined, joined
+        sizes = (f"SELECT o.plan_node_id, sum(a.records), sum(a.batches) > 0, sum(a.size) > 0 "
+                 f"FROM mz_introspection.mz_arrangement_sizes_per_worker_{rid} a "
+                 f"JOIN mz_introspection.mz_dataflow_operator_dataflows_{rid} o ON a.operator_id = o.id "
+                 f"WHERE o.dataflow_name = 'Dataflow: materialize.public.intro_ops_join' AND o.name = 'MapInArrow' "
+                 f"GROUP BY o.plan_node_id ORDER BY o.plan_node_id")
+        # the join holds 501 + 7 distinct rows, the groups 7
+        _wait(c, sizes, lambda rows: [r[1:] for r in rows] == [(508, True, True), (7, True, True)])
+        c.execute("DROP MATERIALIZED VIEW intro_ops_join")
+        c.execute("DROP TABLE intro_dim")
         deadline = time.time() + 60
         while True:  # the plan the replica last recorded and EXPLAIN agree (once a steady plan ran)
             ops = set(c.execute(ops_sql).fetchall())

@@ -38,9 +38,9 @@ def test_consolidated_sums_identical_rows_and_sorts_by_key() -> None:
 def test_runs_round_trip_and_merge(tmp_path: Path) -> None:
     a = _delta([(("a", 1, "x"), 1), (("b", 2, "y"), 1)], SIDES[0])
     b = _delta([(("a", 1, "x"), -1), (("c", 3, None), 1)], SIDES[0])
-    rows.write(str(tmp_path / "a.arrow"), a)
+    name = rows.write(str(tmp_path / "a.arrow"), a)
     runs._CACHE.clear()
-    back = rows.read(str(tmp_path / "a.arrow"))
+    back = rows.read(str(tmp_path / name))
     assert back.rows.equals(a.rows) and list(back.keys) == list(a.keys)
     m = rows.merged([back, b])
     assert sorted(r["__j0"] for r in m.rows.to_pylist()) == ["b", "c"]

@@ -140,7 +140,9 @@ LOG_VARIANTS: tuple[LogVariant, ...] = (
     LogVariant("mz_arrangement_sizes_per_worker", _c(
         ("operator_id", INT8), _W, ("records", INT8), ("batches", INT8), ("size", INT8),
         ("capacity", INT8), ("allocations", INT8)),
-               "Arrangements (index state in replica memory, cached dataflow state)."),
+               "Arrangements: an index's state in replica memory, and the state an incremental "
+               "dataflow keeps on Spark's executors per stateful operator and key partition "
+               "(records, runs, bytes of its run files)."),
     LogVariant("mz_compute_exports_per_worker", _c(("export_id", TEXT), _W, ("dataflow_id", INT8)),
                "The objects each dataflow maintains."),
     LogVariant("mz_compute_frontiers_per_worker", _c(("export_id", TEXT), _W, ("time", MZ_TIMESTAMP)),

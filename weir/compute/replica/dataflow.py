@@ -70,7 +70,7 @@ from weir.compute.replica.dataflow_spec import (
 from weir.compute.replica.engine import SparkEngine
 from weir.compute.replica.errors import translate
 from weir.compute.replica.incremental import strategies
-from weir.compute.replica.incremental.maintained import Incremental
+from weir.compute.replica.incremental.maintained import Incremental, state_directory
 from weir.compute.replica.incremental.reduce import gave_up
 from weir.compute.replica.linear import NotLinear, linear_rewrite
 from weir.compute.replica.plan_ids import PinnedNode
@@ -97,6 +97,9 @@ class Host(Protocol):
     def input_upper(self, shard_id: str) -> int: ...
 
     def tracking_hydration(self) -> bool: ...
+
+    def state_root(self) -> str | None:
+        """Where incremental state and its checkpoints live (None: a temporary directory)."""
 
 
 @dataclass
@@ -139,12 +142,13 @@ class Dataflow:
         self._thresholds = (Thresholds(spec.thresholds_sql, engine.new_session, MAX_TIMES_PER_STEP + 1)
                             if spec.thresholds_sql else None)
         self._stop = threading.Event()
+        self._dropped = False  # stopped because dropped: its state goes
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         # appended: intervals this replica wrote; lost: appends refused (another replica
         # won); kept: of those, how many kept the computed result; followed: intervals
         # seen written by another replica before computing; computed: Spark runs.
-        self.stats = {"appended": 0, "lost": 0, "kept": 0, "followed": 0, "computed": 0}
+        self.stats = {"appended": 0, "lost": 0, "kept": 0, "followed": 0, "computed": 0, "resumed": 0}
 
     def explanation(self) -> str:
         """How it is maintained, the state it keeps, and why not as asked (EXPLAIN shows it)."""
@@ -162,7 +166,11 @@ class Dataflow:
 
     def status(self) -> dict[str, Any]:
         """The output upper this replica knows, the strategy it runs and its counters."""
-        return {"write_frontier": self.upper, "strategy": self.effective_strategy, **self.stats}
+        status = {"write_frontier": self.upper, "strategy": self.effective_strategy, **self.stats}
+        incremental = self._incremental
+        if incremental is not None:  # per stateful operator: [partition, records, runs, bytes] each
+            status["state"] = [[list(row) for row in op] for op in incremental.state()]
+        return status
 
     def import_frontiers(self) -> dict[str, int]:
         """Each input shard's upper as this dataflow knows it (introspection)."""
@@ -191,7 +199,8 @@ class Dataflow:
         if spec.strategy in INCREMENTAL and self._thresholds is None:
             self._incremental, self.why_recompute = strategies.build(
                 spec.strategy, spec.dataflow_id, spec.sql, [(i.name, i.columns) for i in self._inputs],
-                self._schema, self.engine.new_session, self.engine.shuffle_partitions())
+                self._schema, self.engine.new_session, self.engine.shuffle_partitions(),
+                state_directory(self.host.state_root(), spec.dataflow_id))
         self.effective_strategy = (LINEAR if self._linear_sql else spec.strategy if self._incremental
                                    else RECOMPUTE)
         incremental = self._incremental
@@ -267,7 +276,8 @@ class Dataflow:
                                         daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, drop: bool = False) -> None:
+        self._dropped = self._dropped or drop
         self._stop.set()
         self._wake.set()
 
@@ -321,7 +331,7 @@ class Dataflow:
                 self._wake.clear()
         finally:
             self._drop_prev()
-            if self._incremental is not None:
+            if self._incremental is not None and self._dropped:
                 self._incremental.close()
             try:
                 sc.removeJobTag(self.tag)
@@ -437,9 +447,11 @@ class Dataflow:
         try:
             self._out.compare_and_append(updates, lower, upper, epoch)
         except UpperMismatch as e:
-            if self._incremental is not None and result is None and e.current == upper and updates is not None:
+            incremental = self._incremental
+            if incremental is not None and result is None and e.current == upper and (
+                    updates is not None or not ordered):
                 # another replica wrote this very interval: its output is ours, so is our state
-                self._incremental.stale = False
+                self._applied(incremental, updates, upper)
                 self.stats["lost"] += 1
                 if self._errs is not None:
                     self._errs.forget()
@@ -451,8 +463,11 @@ class Dataflow:
             _release(result)
             raise
         self.stats["appended"] += 1
-        if self._incremental is not None and failed is None and updates is not None and result is None:
-            self._incremental.stale = False  # it applied this interval, now appended
+        if self._incremental is not None:
+            if failed is not None or result is not None:
+                self._incremental.stale = True  # it did not apply this interval
+            else:
+                self._applied(self._incremental, updates, upper)
         if failed is None and self._narrow and not (self._errs is not None and self._errs.current()):
             self._narrow = False
         if ordered and failed is None:
@@ -462,6 +477,15 @@ class Dataflow:
                 _release(result)
         self._advance_to(upper)
         return more
+
+    @staticmethod
+    def _applied(incremental: Incremental, updates: pa.Table | None, upper: int) -> None:
+        """The output holds [lower, upper) as `incremental` computed it (`updates`; None: the
+        interval had no change, the state is as before): checkpoint it if it is current."""
+        if updates is not None:
+            incremental.stale = False
+        if not incremental.stale:
+            incremental.checkpoint(upper)
 
     def _rehydrate(self, t: int) -> None:
         """The output already holds the view up to `t` (this replica restarted, was added,
@@ -473,10 +497,15 @@ class Dataflow:
         if any(p.frontiers.since > t for p in plans):
             return
         if self._incremental is not None:
+            if self._incremental.resume(t + 1):  # its checkpoint is the output's: no rebuild
+                log.info("dataflow %s: resumed its state from the checkpoint at %d", self.spec.dataflow_id, t + 1)
+                self.stats["resumed"] = 1
+                return
             try:
                 self._incremental.rebuild(self.engine.new_session(), [(i.name, i.columns, p.files) for i, p in
                                                                  zip(self._inputs, plans, strict=True)],
                                      t, self._hydration_job)
+                self._incremental.checkpoint(t + 1)
             except Exception as e:
                 if self.engine.jvm_gone(e) or self._stop.is_set():
                     raise

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -34,8 +35,9 @@ class DataflowManager:
     """Every dataflow of one replica; implements `weir.compute.replica.dataflow.Host`."""
 
     def __init__(self, engine: SparkEngine, send: Callable[[dict[str, Any]], None],
-                 fatal: Callable[[str], None]) -> None:
+                 fatal: Callable[[str], None], replica_id: str = "") -> None:
         self.engine = engine
+        self.replica_id = replica_id
         self._send = send  # called on the event loop: sends on the current connection
         self._fatal = fatal  # called on the event loop
         self.dataflows: dict[str, Dataflow] = {}
@@ -51,6 +53,13 @@ class DataflowManager:
         self.track_hydration = True  # enable_compute_operator_hydration_status_logging
 
     # -- Host (thread-safe) ----------------------------------------------------------------
+
+    def state_root(self) -> str | None:
+        """Where this replica's incremental dataflows keep their state and checkpoints:
+        beside the shards, so every incarnation (and an executor elsewhere) finds it."""
+        if not self.replica_id:
+            return None
+        return os.path.join(self._store_for().warehouse_path, "_weir_compute_state", self.replica_id)
 
     def emit(self, body: dict[str, Any]) -> None:
         loop = self._loop
@@ -191,12 +200,13 @@ class DataflowManager:
         self._early_sinces.pop(dataflow_id, None)
         df = self.dataflows.pop(dataflow_id, None)
         if df is not None:
-            await self._stop(df)
+            await self._stop(df, drop=True)
             log.info("dataflow %s dropped", dataflow_id)
         self._send({"type": P.DATAFLOW_DROPPED, "dataflow_id": dataflow_id})
 
-    async def _stop(self, df: Dataflow) -> None:
-        df.stop()
+    async def _stop(self, df: Dataflow, drop: bool = False) -> None:
+        """Stop its thread; a dropped dataflow's state goes, a stopping replica's stays."""
+        df.stop(drop)
         loop = asyncio.get_running_loop()
 
         def stop() -> None:

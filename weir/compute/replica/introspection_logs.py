@@ -223,6 +223,8 @@ class IntrospectionLogs:
                     out["mz_arrangement_sizes_per_worker"][
                         (op.id, 0, int(status["records"]), int(status.get("batches", 1)), size, capacity,
                          int(status["records"]))] += 1
+                if status.get("state"):  # an incremental dataflow's state on the executors
+                    _state_rows(df, status["state"], out)
             for df in self._dataflows.values():
                 self._dataflow_rows(df, out)
             for p in self._peeks.values():
@@ -274,6 +276,17 @@ def _work_of(description: str, names: dict[str, str], peek_tags: dict[str, str]
             return None, "", None
         return f"peek {peek_id}", f"Dataflow: peek {peek_id}", None
     return None, "", None
+
+
+def _state_rows(df: _Dataflow, state: list[list[list[int]]], out: dict[str, Counter[tuple[Any, ...]]]) -> None:
+    """Each stateful operator's runs per key partition (the partition is the worker, as for
+    every operator): the MapInArrow nodes of its plan, in plan order, hold them."""
+    stateful = sorted((op for k, op in df.operators.items()
+                       if op.name == "MapInArrow" and (not df.current or k in df.current)),
+                      key=lambda op: op.plan_node_id)
+    for op, partitions in zip(stateful, state, strict=False):
+        for partition, records, runs, size in partitions:
+            out["mz_arrangement_sizes_per_worker"][(op.id, partition, records, runs, size, size, runs)] += 1
 
 
 def _status(flow: Any) -> dict[str, Any]:

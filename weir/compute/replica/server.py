@@ -81,7 +81,7 @@ class Replica:
         self.heartbeat = 0
         self.stopping = asyncio.Event()
         self.exit_code = 0
-        self.dataflows = DataflowManager(engine, self._send_current, self._fatal)
+        self.dataflows = DataflowManager(engine, self._send_current, self._fatal, replica_id)
         self.logs = IntrospectionLogs(exports=lambda: dict(self.dataflows.dataflows))
         self.logging: dict[str, Any] | None = None
         self.writer: IntrospectionWriter | None = None

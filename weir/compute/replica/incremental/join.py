@@ -35,18 +35,12 @@ from sqlglot.errors import SqlglotError
 
 from weir.compute.replica import dataflow_io as io
 from weir.compute.replica.incremental import rows, runs
-from weir.compute.replica.incremental.maintained import (
-    Bound,
-    Incremental,
-    Job,
-    remove,
-    state_directory,
-)
+from weir.compute.replica.incremental.maintained import Bound, Incremental, Job, remove
 from weir.compute.replica.linear import DIFF, TIME, NotLinear, linear_rewrite
 
 JOINED = "__weir_joined"
 SIDE, HASH = "__weir_side", "__weir_h"
-OPS = ("left", "right")
+SIDES = ("left", "right")  # of a join stage: the inputs before, the input it joins
 _NESTED = ("ArrayType", "MapType", "StructType", "VariantType")
 _NO_KEY = (*_NESTED, "FloatType", "DoubleType", "NullType")
 _INTEGRAL = ("ByteType", "ShortType", "IntegerType", "LongType")
@@ -57,17 +51,25 @@ class NotJoinable(Exception):  # noqa: N818 - a reason, not a failure
 
 
 @dataclass(frozen=True)
-class Side:
-    input: str  # the input view it reads
+class Input:
+    name: str  # the input view it reads
     alias: str
     columns: tuple[tuple[str, str], ...]  # (input column, its name in JOINED) the rest reads
-    keys: tuple[str, ...]  # the join key expressions over `alias` (Spark SQL)
-    filters: tuple[str, ...]  # the conditions on this input alone (Spark SQL)
+    filters: tuple[str, ...]  # the conditions on this input alone (Spark SQL over `alias`)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Stage s joins inputs[:s] (already joined) with inputs[s] on left = right, key by key."""
+
+    left: tuple[str, ...]  # over JOINED's names of the inputs before (Spark SQL)
+    right: tuple[str, ...]  # over the input's alias (Spark SQL)
 
 
 @dataclass(frozen=True)
 class JoinShape:
-    sides: tuple[Side, Side]
+    inputs: tuple[Input, ...]
+    stages: tuple[Stage, ...]  # stage s (1 ..) is stages[s - 1]
     post_sql: str  # the rest of the query, over JOINED
 
 
@@ -80,7 +82,7 @@ def has_join(sql: str) -> bool:
 
 
 def split(sql: str, inputs: Mapping[str, Sequence[str]]) -> JoinShape:
-    """The two inputs' parts of the query and the rest over JOINED."""
+    """Each input's part of the query, the keys each join stage meets on, and the rest over JOINED."""
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except SqlglotError as e:
@@ -92,14 +94,14 @@ def split(sql: str, inputs: Mapping[str, Sequence[str]]) -> JoinShape:
             raise NotJoinable(f"a join with {key}")
     tree.set("order", None)
     joins = tree.args.get("joins") or []
-    if len(joins) != 1:
-        raise NotJoinable(f"{len(joins) + 1} inputs (the delta join takes two)")
-    join = joins[0]
-    if join.args.get("side") or (join.args.get("kind") or "").upper() not in ("", "INNER", "CROSS"):
-        raise NotJoinable(f"a {join.args.get('side') or join.args.get('kind')} join")
-    if join.args.get("using") or join.args.get("method"):
-        raise NotJoinable("JOIN ... USING or NATURAL")
-    tables = [tree.args["from_"].this, join.this]
+    if not joins:
+        raise NotJoinable("one input (no join)")
+    for join in joins:
+        if join.args.get("side") or (join.args.get("kind") or "").upper() not in ("", "INNER", "CROSS"):
+            raise NotJoinable(f"a {join.args.get('side') or join.args.get('kind')} join")
+        if join.args.get("using") or join.args.get("method"):
+            raise NotJoinable("JOIN ... USING or NATURAL")
+    tables = [tree.args["from_"].this, *(j.this for j in joins)]
     views = {k.lower(): [c.lower() for c in v] for k, v in inputs.items()}
     aliases: list[str] = []
     for t in tables:
@@ -107,15 +109,16 @@ def split(sql: str, inputs: Mapping[str, Sequence[str]]) -> JoinShape:
                 or t.args.get("laterals") or t.args.get("pivots") or t.name.lower() not in views:
             raise NotJoinable(f"{t.sql(dialect='spark')[:60]} is not an input of the dataflow")
         aliases.append(t.alias_or_name.lower())
-    if aliases[0] == aliases[1]:
-        raise NotJoinable("both inputs have the same name")
+    if len(set(aliases)) < len(aliases):
+        raise NotJoinable("two inputs have the same name")
     names = [tuple(views[t.name.lower()]) for t in tables]
+    n = len(tables)
     for node in tree.walk():
         if node is not tree and isinstance(node, (exp.Select, exp.Subquery, exp.Exists, exp.Window)):
             raise NotJoinable(f"a {node.key} inside the join's query")
     _expand_stars(tree, aliases, names)
 
-    def side_of(col: exp.Column) -> int:
+    def input_of(col: exp.Column) -> int:
         name = col.name.lower()
         if col.table:
             if col.table.lower() not in aliases:
@@ -124,56 +127,63 @@ def split(sql: str, inputs: Mapping[str, Sequence[str]]) -> JoinShape:
             if name not in names[s]:
                 raise NotJoinable(f"{col.sql(dialect='spark')} is not a column")
             return s
-        found = [s for s in (0, 1) if name in names[s]]
+        found = [s for s in range(n) if name in names[s]]
         if len(found) != 1:
             raise NotJoinable(f"column {col.name} is {'ambiguous' if found else 'unknown'}")
         return found[0]
 
-    def sides(e: exp.Expression) -> set[int]:
-        return {side_of(c) for c in e.find_all(exp.Column)}
+    def reads(e: exp.Expression) -> set[int]:
+        return {input_of(c) for c in e.find_all(exp.Column)}
 
-    conjuncts = [*_conjuncts(join.args.get("on")), *_conjuncts(tree.args.get("where"))]
-    keys: list[tuple[exp.Expression, exp.Expression]] = []
-    filters: list[list[exp.Expression]] = [[], []]
-    residual: list[exp.Expression] = []
+    conjuncts = [c for j in joins for c in _conjuncts(j.args.get("on"))] + _conjuncts(tree.args.get("where"))
+    filters: list[list[exp.Expression]] = [[] for _ in range(n)]
+    pending: list[exp.Expression] = []
     for c in conjuncts:
-        if isinstance(c, exp.EQ) and sides(c.this) in ({0}, {1}) and sides(c.expression) in ({0}, {1}) \
-                and sides(c.this) != sides(c.expression):
-            pair = (c.this, c.expression) if sides(c.this) == {0} else (c.expression, c.this)
-            keys.append(pair)
-        elif sides(c) in ({0}, {1}):
-            filters[next(iter(sides(c)))].append(c)
+        got = reads(c)
+        if len(got) == 1:
+            filters[next(iter(got))].append(c)
         else:
-            residual.append(c)
-    if not keys:
-        raise NotJoinable("no equality between the two inputs (a cross join)")
-    used: list[dict[str, str]] = [{}, {}]
-    counter = [0]
+            pending.append(c)
+    used: list[dict[str, str]] = [{} for _ in range(n)]
 
     def joined_name(col: exp.Column) -> str:
-        s, name = side_of(col), col.name.lower()
+        s, name = input_of(col), col.name.lower()
         if name not in used[s]:
-            used[s][name] = f"__c{counter[0]}"
-            counter[0] += 1
+            used[s][name] = f"__c{sum(len(u) for u in used)}"
         return used[s][name]
 
+    def renamed(e: exp.Expression) -> exp.Expression:
+        return e.copy().transform(
+            lambda node: exp.column(joined_name(node))
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star) else node)
+
+    stages: list[Stage] = []
+    for s in range(1, n):  # inputs[:s] joined, meet inputs[s] on every equality between them
+        left: list[str] = []
+        right: list[str] = []
+        for c in list(pending):
+            if not isinstance(c, exp.EQ):
+                continue
+            a, b = reads(c.this), reads(c.expression)
+            for x, y, xs, ys in ((c.this, c.expression, a, b), (c.expression, c.this, b, a)):
+                if xs and ys == {s} and max(xs) < s:
+                    left.append(renamed(x).sql(dialect="spark"))
+                    right.append(y.sql(dialect="spark"))
+                    pending.remove(c)
+                    break
+        if not left:
+            raise NotJoinable(f"no equality between {tables[s].sql(dialect='spark')} and the inputs before it "
+                              "(a cross join)")
+        stages.append(Stage(tuple(left), tuple(right)))
     post = tree.copy()
     post.set("joins", None)
     post.set("from_", exp.From(this=exp.to_table(JOINED)))
-    post.set("where", exp.Where(this=exp.and_(*[r.copy() for r in residual])) if residual else None)
-
-    def rename(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-            return exp.column(joined_name(node))
-        return node
-
-    post = post.transform(rename)
+    post.set("where", exp.Where(this=exp.and_(*pending)) if pending else None)
+    post = renamed(post)
     return JoinShape(
-        tuple(Side(tables[s].name, aliases[s],
-                   tuple((n, used[s][n]) for n in names[s] if n in used[s]),
-                   tuple(pair[s].sql(dialect="spark") for pair in keys),
-                   tuple(f.sql(dialect="spark") for f in filters[s])) for s in (0, 1)),  # type: ignore[arg-type]
-        post.sql(dialect="spark"))
+        tuple(Input(tables[s].name, aliases[s], tuple((c, used[s][c]) for c in names[s] if c in used[s]),
+                    tuple(f.sql(dialect="spark") for f in filters[s])) for s in range(n)),
+        tuple(stages), post.sql(dialect="spark"))
 
 
 def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
@@ -194,7 +204,7 @@ def _expand_stars(tree: exp.Select, aliases: list[str], names: list[tuple[str, .
         if star is None:
             out.append(p)
             continue
-        for s in (0, 1):
+        for s in range(len(aliases)):
             if star in ("", aliases[s]):
                 out += [exp.column(exp.to_identifier(n, quoted=True), table=exp.to_identifier(aliases[s]))
                         for n in names[s]]
@@ -214,44 +224,62 @@ def _key_types(left: Any, right: Any) -> str | None:
 
 
 class DeltaJoin:
-    """A dataflow's join of two inputs: its Spark SQL per side, its state, its job."""
+    """A dataflow's join of its inputs: each input's Spark SQL, the stages' keys, their
+    state, the job."""
 
     def __init__(self, shape: JoinShape, inputs: Sequence[tuple[str, Sequence[Any]]],
-                 new_session: Callable[[], Any], partitions: int) -> None:
+                 new_session: Callable[[], Any], partitions: int, directory: str) -> None:
+        """`directory`: the dataflow's state directory (the join's runs go under it)."""
         from pyspark.sql.types import StructField, StructType
 
-        self.shape, self.inputs, self.partitions = shape, list(inputs), partitions
+        self.shape, self.partitions = shape, partitions
         columns = {name.lower(): [c[0] for c in cols] for name, cols in inputs}
         session = new_session()
         for name, cols in inputs:
             io.contents_view(session, [], cols, 0).createOrReplaceTempView(name)
-        key_types = [session.sql(f"SELECT {', '.join(s.keys)} FROM {s.input} AS `{s.alias}`").schema
-                     for s in shape.sides]
-        casts = [_key_types(a.dataType, b.dataType) for a, b in zip(*(t.fields for t in key_types), strict=True)]
-        self.side_sql: list[str] = []
         fields: dict[str, Any] = {}
-        for side in shape.sides:
-            items = [f"`{side.alias}`.`{c}` AS {j}" for c, j in side.columns]
-            items += [f"CAST({k} AS {cast}) AS __j{i}" if cast else f"{k} AS __j{i}"
-                      for i, (k, cast) in enumerate(zip(side.keys, casts, strict=True))]
-            where = [f"({f})" for f in side.filters] + [f"({k}) IS NOT NULL" for k in side.keys]
-            sql = f"SELECT {', '.join(items)} FROM {side.input} AS `{side.alias}` WHERE {' AND '.join(where)}"
-            for f in session.sql(sql).schema.fields:
+        self.input_columns = [[j for _, j in inp.columns] for inp in shape.inputs]
+        right_types = []
+        for s, inp in enumerate(shape.inputs):
+            keys = shape.stages[s - 1].right if s else ()
+            schema = session.sql(self._input_sql(inp, keys, [None] * len(keys))).schema
+            for f in schema.fields:
                 if type(f.dataType).__name__ in _NESTED:
                     raise NotJoinable(f"a joined column of type {f.dataType.simpleString()}")
                 fields[f.name] = f.dataType
+            right_types.append([f.dataType for f in schema.fields[len(inp.columns):]])
+        # per stage: the key columns' casts (None: as is), from both sides' types
+        self.casts: list[list[str | None]] = []
+        for s, stage in enumerate(shape.stages, 1):
+            before = StructType([StructField(c, fields[c], True) for cols in self.input_columns[:s] for c in cols])
+            left = session.createDataFrame([], before).selectExpr(*stage.left).schema
+            self.casts.append([_key_types(a.dataType, b) for a, b in zip(left.fields, right_types[s], strict=True)])
+        self.input_sql: list[str] = []
+        for s, inp in enumerate(shape.inputs):
+            keys = shape.stages[s - 1].right if s else ()
+            sql = self._input_sql(inp, keys, self.casts[s - 1] if s else [])
             try:
-                self.side_sql.append(linear_rewrite(sql, {side.input: columns[side.input.lower()]}))
+                self.input_sql.append(linear_rewrite(sql, {inp.name: columns[inp.name.lower()]}))
             except NotLinear as e:
                 raise NotJoinable(f"an input's part is not linear: {e}") from None
-        self.key_names = [f"__j{i}" for i in range(len(casts))]
-        self.side_columns = [[j for _, j in side.columns] for side in shape.sides]
-        joined = [n for cols in self.side_columns for n in cols]
+        joined = [c for cols in self.input_columns for c in cols]
         self.names = {JOINED: joined}
         self.joined_schema = StructType([StructField(n, fields[n], True) for n in joined])
-        self.directory = state_directory("join")
-        self.manifest = runs.Manifest(self.directory, partitions, OPS)
+        self.ops = tuple(f"{s}-{side}" for s in range(1, len(shape.inputs)) for side in SIDES)
+        self.directory = os.path.join(directory, "join")
+        self.manifest = runs.Manifest(self.directory, partitions, self.ops)
         self._pending: str | None = None  # the version the last bind's job writes
+
+    @staticmethod
+    def _input_sql(inp: Input, keys: Sequence[str], casts: Sequence[str | None]) -> str:
+        """The input's rows the join reads: its columns (JOINED's names), filtered by its own
+        conditions, and its keys of the stage that joins it (NULL keys never match)."""
+        items = [f"`{inp.alias}`.`{c}` AS {j}" for c, j in inp.columns]
+        items += [f"CAST({k} AS {cast}) AS __j{i}" if cast else f"{k} AS __j{i}"
+                  for i, (k, cast) in enumerate(zip(keys, casts, strict=True))]
+        where = [f"({f})" for f in inp.filters] + [f"({k}) IS NOT NULL" for k in keys]
+        return (f"SELECT {', '.join(items) or '1 AS __one'} FROM {inp.name} AS `{inp.alias}`"
+                + (f" WHERE {' AND '.join(where)}" if where else ""))
 
     # -- Source ----------------------------------------------------------------------------
 
@@ -275,15 +303,15 @@ class DeltaJoin:
         for name in os.listdir(reports) if os.path.isdir(reports) else []:
             with open(os.path.join(reports, name)) as f:
                 doc = json.load(f)
-            for op in OPS:
-                m.record(op, int(doc["partition"]), doc[op])
+            for op, files in doc["runs"].items():
+                m.record(op, int(doc["partition"]), files)
         m.version += 1
         m.save()
         remove(os.path.join(self.directory, "reports"))
 
     def reset(self) -> None:
         remove(self.directory)
-        self.manifest = runs.Manifest(self.directory, self.partitions, OPS)
+        self.manifest = runs.Manifest(self.directory, self.partitions, self.ops)
         self._pending = None
 
     def close(self) -> None:
@@ -292,37 +320,66 @@ class DeltaJoin:
     def state_bytes(self) -> int:
         return sum(self.manifest.state_bytes().values())
 
+    def manifests(self) -> list[runs.Manifest]:
+        return [self.manifest]
+
+    def state(self) -> list[list[tuple[int, int, int, int]]]:
+        """One operator per stage (its task) holding both sides' arrangements."""
+        sizes = self.manifest.sizes()
+        out = []
+        for s in range(1, len(self.shape.inputs)):
+            both: dict[int, list[int]] = {}
+            for side in SIDES:
+                for p, records, n, size in sizes.get(f"{s}-{side}", []):
+                    acc = both.setdefault(p, [0, 0, 0])
+                    acc[0], acc[1], acc[2] = acc[0] + records, acc[1] + n, acc[2] + size
+            out.append([(p, *acc) for p, acc in sorted(both.items())])
+        return out  # type: ignore[return-value]
+
     def describe(self) -> str:
-        a, b = self.shape.sides
-        keys = ", ".join(f"{x} = {y}" for x, y in zip(a.keys, b.keys, strict=True))
-        return (f"its input: {a.input} AS {a.alias} JOIN {b.input} AS {b.alias} ON {keys}, kept as a delta join "
-                f"(each interval's updates of one input looked up in the other's arrangement); state: both "
-                f"inputs arranged by join key, as sorted runs of rows per key partition on Spark's executors")
+        first, *rest = self.shape.inputs
+        text = f"{first.name} AS {first.alias}"
+        for inp, stage in zip(rest, self.shape.stages, strict=True):
+            keys = " AND ".join(f"{a} = {b}" for a, b in zip(stage.left, stage.right, strict=True))
+            text += f" JOIN {inp.name} AS {inp.alias} ON {keys}"
+        return (f"its input: {text}, kept as a delta join (each interval's updates of one side looked up in "
+                f"the other's arrangement, stage by stage); state: both sides of each join arranged by "
+                f"its key, as sorted runs of rows per key partition on Spark's executors")
 
     # -- the job -----------------------------------------------------------------------------
 
     def frame(self, session: Any, version: str) -> Any:
-        """Both inputs' updates, hashed by join key, partitioned, joined by each partition's task."""
+        """The inputs' updates joined stage by stage: each stage's two sides hashed by its
+        key, partitioned, joined by each partition's task."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import LongType, StructField, StructType
 
-        parts = []
-        for s, sql in enumerate(self.side_sql):
-            df = session.sql(sql)
-            parts.append(df.select(F.lit(s).alias(SIDE), F.xxhash64(*self.key_names).alias(HASH),
-                                   *self.key_names, *self.side_columns[s], TIME, DIFF))
-        both = parts[0].unionByName(parts[1], allowMissingColumns=True)
-        out = StructType([*self.joined_schema.fields, StructField(TIME, LongType(), True),
-                          StructField(DIFF, LongType(), True)])
         m = self.manifest
-        task = _task(self.directory, {op: dict(m.runs[op]) for op in OPS}, version, self.key_names,
-                     self.side_columns)
-        return both.repartition(self.partitions, HASH).mapInArrow(task, out)
+        joined = session.sql(self.input_sql[0]).select(*self.input_columns[0], TIME, DIFF)
+        for s, stage in enumerate(self.shape.stages, 1):
+            keys = [f"__j{i}" for i in range(len(stage.left))]
+            before = [c for cols in self.input_columns[:s] for c in cols]
+            left = joined.selectExpr(*before, *(f"CAST({k} AS {cast}) AS {j}" if cast else f"{k} AS {j}"
+                                                for k, cast, j in zip(stage.left, self.casts[s - 1], keys,
+                                                                      strict=True)), TIME, DIFF)
+            left = left.where(" AND ".join(f"{j} IS NOT NULL" for j in keys))
+            right = session.sql(self.input_sql[s])
+            sides = [df.select(F.lit(i).alias(SIDE), F.xxhash64(*keys).alias(HASH), *keys, *cols, TIME, DIFF)
+                     for i, (df, cols) in enumerate(((left, before), (right, self.input_columns[s])))]
+            both = sides[0].unionByName(sides[1], allowMissingColumns=True)
+            after = [*before, *self.input_columns[s]]
+            out = StructType([*(f for f in self.joined_schema.fields if f.name in after),
+                              StructField(TIME, LongType(), True), StructField(DIFF, LongType(), True)])
+            task = _task(self.directory, {op: dict(m.runs[op]) for op in (f"{s}-{x}" for x in SIDES)}, version, s,
+                         keys, [before, self.input_columns[s]])
+            joined = both.repartition(self.partitions, HASH).mapInArrow(task, out)
+        return joined
 
 
-def _task(directory: str, manifest: dict[str, dict[int, list[str]]], version: str, key_names: list[str],
-          side_columns: list[list[str]]) -> Any:
-    """One join-key partition's task (runs on an executor)."""
+def _task(directory: str, manifest: dict[str, dict[int, list[str]]], version: str, stage: int,
+          key_names: list[str], side_columns: list[list[str]]) -> Any:
+    """One key partition's task of one join stage (runs on an executor)."""
+    ops = [f"{stage}-{side}" for side in SIDES]
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -336,8 +393,8 @@ def _task(directory: str, manifest: dict[str, dict[int, list[str]]], version: st
         p = TaskContext.get().partitionId()
         side = table.column(SIDE).to_numpy()
         times = table.column(TIME).to_numpy()
-        state = [[rw.read(os.path.join(directory, op, f)) for f in manifest[op].get(p, [])] for op in OPS]
-        files = [list(manifest[op].get(p, [])) for op in OPS]
+        state = [[rw.read(os.path.join(directory, op, f)) for f in manifest[op].get(p, [])] for op in ops]
+        files = [list(manifest[op].get(p, [])) for op in ops]
         pending: list[list[rw.RowRun]] = [[], []]
         out: list[pa.Table] = []
         hashes, weights = table.column(HASH).to_numpy(), table.column(DIFF).to_numpy()
@@ -351,7 +408,7 @@ def _task(directory: str, manifest: dict[str, dict[int, list[str]]], version: st
             pending[0].append(delta[0])
             out += _meet(delta[1], [*state[0], *pending[0]], False, int(t), key_names, side_columns)
             pending[1].append(delta[1])
-        for s, op in enumerate(OPS):
+        for s, op in enumerate(ops):
             live = [d for d in pending[s] if len(d)]
             if live:
                 new = live[0] if len(live) == 1 else rw.merged(live)
@@ -359,9 +416,9 @@ def _task(directory: str, manifest: dict[str, dict[int, list[str]]], version: st
                                                 f"p{p}-v{version}.arrow")
         reports = os.path.join(directory, "reports", version)
         os.makedirs(reports, exist_ok=True)
-        path = os.path.join(reports, f"p{p}.json")
+        path = os.path.join(reports, f"{stage}-p{p}.json")
         with open(f"{path}.{os.getpid()}.tmp", "w") as f:
-            json.dump({"partition": p, **dict(zip(OPS, files, strict=True))}, f)
+            json.dump({"partition": p, "runs": dict(zip(ops, files, strict=True))}, f)
         os.replace(f"{path}.{os.getpid()}.tmp", path)
         for part in out:
             yield from part.to_batches()
@@ -399,8 +456,8 @@ class JoinedView(Incremental):
     """A join followed by linear operators (filters, projections): the joined updates
     through the linear rewrite of the rest of the query; no state of its own."""
 
-    def __init__(self, post_sql: str, source: DeltaJoin, schema: Any) -> None:
-        super().__init__(source)
+    def __init__(self, post_sql: str, source: DeltaJoin, schema: Any, directory: str) -> None:
+        super().__init__(source, directory)
         try:
             self.linear_sql = linear_rewrite(post_sql, source.names)
         except NotLinear as e:

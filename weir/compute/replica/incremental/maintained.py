@@ -5,7 +5,14 @@ A strategy keeps state on Spark's executors that must equal what its output hold
 the output's upper - 1. It is built from empty at hydration (the snapshot at the as_of as
 updates, then the updates after it), advanced by each interval's updates, and rebuilt
 from the inputs whenever the dataflow could not apply an interval through it (it
-recomputed, lost the race to a different interval, restarted): `stale` says so.
+recomputed, lost the race to a different interval): `stale` says so.
+
+Checkpoints: the state lives in the dataflow's own directory under the replica's state
+root (beside the warehouse), and once the output holds an interval the state applied,
+`checkpoint(upper)` records which manifest version of each operator's runs matches that
+upper. A restarted replica resumes from it when the output's upper is still that upper
+and every run file is there; anything else (no checkpoint, another upper, a missing or
+unreadable file, another partition count) rebuilds from the inputs, never trusting it.
 
 The updates come from a source: the inputs' own updates (`InputUpdates`), or the join of
 two inputs kept from deltas (weir.compute.replica.incremental.join), whose state is
@@ -14,6 +21,8 @@ built, advanced and rebuilt with the strategy's own.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +31,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from weir.compute.replica import dataflow_io as io
+from weir.compute.replica.incremental import runs
 
 Bound = Sequence[tuple[str, Sequence[Any], Sequence[str]]]  # (view name, columns, files)
 Job = Callable[[Any], None]  # sees the DataFrame a hydration runs (the tracker reads its plan)
@@ -48,8 +58,14 @@ class Source(Protocol):
 
     def state_bytes(self) -> int: ...
 
+    def manifests(self) -> list[runs.Manifest]:
+        """Its operators' runs (what a checkpoint records)."""
+
     def describe(self) -> str:
         """What it does per interval and the state it keeps (EXPLAIN), '' if nothing."""
+
+    def state(self) -> list[list[tuple[int, int, int, int]]]:
+        """Per stateful operator, in plan order: (partition, records, runs, bytes) each."""
 
 
 class InputUpdates:
@@ -82,10 +98,25 @@ class InputUpdates:
     def describe(self) -> str:
         return ""
 
+    def manifests(self) -> list[runs.Manifest]:
+        return []
 
-def state_directory(kind: str) -> str:
-    """A fresh directory for a dataflow's state (rebuilt, not reused, after a restart)."""
-    return tempfile.mkdtemp(prefix=f"weir-{kind}-")
+    def state(self) -> list[list[tuple[int, int, int, int]]]:
+        return []
+
+
+CHECKPOINT = "checkpoint.json"
+FORMAT = 1  # of the runs and manifests: a checkpoint of another format is rebuilt
+
+
+def state_directory(root: str | None, dataflow_id: str) -> str:
+    """The dataflow's state directory under the replica's state root (a temporary one
+    without a root: then nothing survives a restart)."""
+    if root is None:
+        return tempfile.mkdtemp(prefix=f"weir-state-{dataflow_id}-")
+    path = os.path.join(root, dataflow_id)
+    os.makedirs(path, exist_ok=True)
+    return path
 
 
 def remove(directory: str) -> None:
@@ -98,11 +129,14 @@ class Incremental:
 
     linear_sql: str
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, directory: str) -> None:
         self.source = source
+        self.directory = directory
         # the state is not the output's at its upper - 1 (an interval it did not apply, or
-        # applied but not appended): rebuilt from the inputs before its next use
-        self.stale = False
+        # applied but not appended, or nothing built yet): rebuilt from the inputs before
+        # its next use
+        self.stale = True
+        self._checkpointed: tuple[int, list[int]] | None = None  # the last checkpoint written
 
     # -- what a strategy defines -------------------------------------------------------
 
@@ -120,6 +154,13 @@ class Incremental:
 
     def own_bytes(self) -> int:
         return 0
+
+    def own_manifests(self) -> list[runs.Manifest]:
+        return []
+
+    def own_state(self) -> list[list[tuple[int, int, int, int]]]:
+        """Per stateful operator of its own (after the source's): (partition, records, runs, bytes)."""
+        return []
 
     # -- shared --------------------------------------------------------------------------
 
@@ -165,9 +206,64 @@ class Incremental:
     def reset(self) -> None:
         self.source.reset()
         self.reset_own()
+        self._checkpointed = None
+        try:
+            os.remove(os.path.join(self.directory, CHECKPOINT))
+        except OSError:
+            pass
 
     def close(self) -> None:
+        """The dataflow is dropped: its state goes (a stopping replica keeps it)."""
         self.source.close()
+        remove(self.directory)
+
+    def manifests(self) -> list[runs.Manifest]:
+        return [*self.source.manifests(), *self.own_manifests()]
+
+    def checkpoint(self, upper: int) -> None:
+        """The output holds the view up to `upper` and the state is the one that made it."""
+        if self._checkpointed == (upper, [m.version for m in self.manifests()]):
+            return
+        self._checkpointed = (upper, [m.version for m in self.manifests()])
+        path = os.path.join(self.directory, CHECKPOINT)
+        doc = {"format": FORMAT, "upper": upper,
+               "manifests": [[m.directory, m.version, m.partitions] for m in self.manifests()]}
+        with open(path + ".tmp", "w") as f:
+            json.dump(doc, f)
+        os.replace(path + ".tmp", path)
+
+    def resume(self, upper: int) -> bool:
+        """Adopt the checkpointed state if it is the output's at `upper` (else forget it)."""
+        try:
+            with open(os.path.join(self.directory, CHECKPOINT)) as f:
+                doc = json.load(f)
+            wanted = [[m.directory, m.partitions] for m in self.manifests()]
+            ok = (doc.get("format") == FORMAT and doc.get("upper") == upper
+                  and [[d, p] for d, _, p in doc["manifests"]] == wanted)
+        except (OSError, ValueError, TypeError, KeyError):
+            ok = False
+        loaded = []
+        if ok:
+            for m, (_, version, _) in zip(self.manifests(), doc["manifests"], strict=True):
+                got = runs.Manifest.load(m.directory)
+                if got is None or got.version != version or got.partitions != m.partitions \
+                        or set(got.runs) != set(m.ops) or not got.readable():
+                    ok = False
+                    break
+                loaded.append(got)
+        if not ok:
+            self.reset()
+            self.stale = True
+            return False
+        for m, got in zip(self.manifests(), loaded, strict=True):
+            m.runs, m.version = got.runs, got.version
+        self.stale = False
+        return True
 
     def state_bytes(self) -> int:
         return self.source.state_bytes() + self.own_bytes()
+
+    def state(self) -> list[list[tuple[int, int, int, int]]]:
+        """Per stateful operator in plan order (its MapInArrow nodes): (partition, records,
+        runs, bytes) per key partition (mz_arrangement_sizes)."""
+        return [*self.source.state(), *self.own_state()]

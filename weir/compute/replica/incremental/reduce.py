@@ -34,13 +34,7 @@ from sqlglot.errors import SqlglotError
 
 from weir.compute.replica import dataflow_io as io
 from weir.compute.replica.incremental import runs
-from weir.compute.replica.incremental.maintained import (
-    Incremental,
-    Job,
-    Source,
-    remove,
-    state_directory,
-)
+from weir.compute.replica.incremental.maintained import Incremental, Job, Source, remove
 from weir.compute.replica.linear import DIFF, TIME, NotLinear, linear_rewrite
 
 HASH, PART, RUNS = "__weir_h", "__weir_part", "__weir_runs"
@@ -133,10 +127,10 @@ class Reduce(Incremental):
     """A dataflow's reduction: its shape, the Spark SQL of its linear part, its state."""
 
     def __init__(self, sql: str, source: Source, schema: Any, analyse: Callable[[str], Any],
-                 partitions: int) -> None:
+                 partitions: int, directory: str) -> None:
         """`analyse`: the Spark schema of a query over the source's views (raises if Spark
-        cannot run it)."""
-        super().__init__(source)
+        cannot run it); `directory`: the dataflow's state directory."""
+        super().__init__(source, directory)
         self.shape = shape(sql)
         try:
             self.linear_sql = linear_rewrite(self.shape.pre_sql, source.names)
@@ -155,19 +149,21 @@ class Reduce(Incremental):
                 raise NotReducible(f"an aggregate of type {f.dataType.simpleString()}")
         self.schema, self.pre_schema, self.partitions = schema, pre_schema, partitions
         self.width = 1 + 2 * self.shape.arguments  # count(*), then per argument non-NULL count and sum
-        self.directory = state_directory("reduce")
-        self.manifest = runs.Manifest(self.directory, partitions, ("groups",))
+        self.own = os.path.join(directory, "reduce")
+        self.manifest = runs.Manifest(self.own, partitions, ("groups",))
 
     def reset_own(self) -> None:
-        remove(self.directory)
-        self.manifest = runs.Manifest(self.directory, self.partitions, ("groups",))
+        remove(self.own)
+        self.manifest = runs.Manifest(self.own, self.partitions, ("groups",))
 
-    def close(self) -> None:
-        super().close()
-        remove(self.directory)
+    def own_manifests(self) -> list[runs.Manifest]:
+        return [self.manifest]
 
     def own_bytes(self) -> int:
         return sum(self.manifest.state_bytes().values())
+
+    def own_state(self) -> list[list[tuple[int, int, int, int]]]:
+        return [self.manifest.sizes()["groups"]]
 
     def apply(self, updates: Any, job: Job) -> pa.Table:
         """Apply `updates` (the linear part's output: __k*, __a*, __weir_t, __weir_d)."""

@@ -59,15 +59,9 @@ def merged(parts: Sequence[RowRun]) -> RowRun:
                         rows.column(WEIGHT).to_numpy())
 
 
-def write(path: str, run: RowRun) -> None:
-    """Atomically, then kept in this worker's cache (a retried task rewrites the same path
-    with the same contents)."""
-    table = run.rows.add_column(0, runs.KEY, pa.array(run.keys, pa.int64()))
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with pa.OSFile(tmp, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    os.replace(tmp, path)
-    runs.remember(path, run)
+def write(path: str, run: RowRun) -> str:
+    """Atomically, then kept in this worker's cache; the file's name (runs.publish)."""
+    return runs.publish(path, run.rows.add_column(0, runs.KEY, pa.array(run.keys, pa.int64())), run)
 
 
 def read(path: str) -> RowRun:
@@ -87,6 +81,5 @@ def arrange(current: list[RowRun], files: Sequence[str], delta: RowRun, director
     if not len(delta):
         return current, list(files)
     out_runs, out = runs.compacted([*current, delta], [*files, None], merged)
-    write(os.path.join(directory, name), out_runs[-1])
-    out[-1] = name
+    out[-1] = write(os.path.join(directory, name), out_runs[-1])
     return out_runs, [f for f in out if f is not None]

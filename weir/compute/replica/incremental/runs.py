@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -131,17 +132,34 @@ def compacted(runs: list[R], files: list[str | None],
 _CACHE: OrderedDict[str, Any] = OrderedDict()  # Run or rows.RowRun, by path
 
 
-def write_run(path: str, run: Run, names: Sequence[str]) -> None:
-    """Write atomically (a retried task rewrites the same path with the same contents)."""
+def publish(path: str, table: pa.Table, run: Any) -> str:
+    """Write `table` as `<path stem>-<crc32 of the file>.arrow`, atomically; its name. A
+    retried task writes the same contents under the same name; a checkpoint's files are
+    verified against their names (`Manifest.readable`)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with pa.OSFile(tmp, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    final = f"{path.removesuffix('.arrow')}-{_crc(tmp):08x}.arrow"
+    os.replace(tmp, final)
+    remember(final, run)
+    return os.path.basename(final)
+
+
+def _crc(path: str) -> int:
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def write_run(path: str, run: Run, names: Sequence[str]) -> str:
+    """Write atomically; the file's name (`publish`)."""
     table = pa.table({KEY: run.keys, **{n: v for n, v in zip(names, run.values, strict=True)}})
     if run.labels is not None:
         for i, column in enumerate(run.labels.columns):
             table = table.append_column(f"{LABEL}{i}", column)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with pa.OSFile(tmp, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    os.replace(tmp, path)
-    remember(path, run)
+    return publish(path, table, run)
 
 
 def cached(path: str) -> Any:
@@ -224,6 +242,43 @@ class Manifest:
             return None
         return cls(directory, int(doc["partitions"]), tuple(runs), int(doc["version"]), runs)
 
+    def readable(self) -> bool:
+        """Every run file has the checksum its name says (a checkpoint is never trusted blindly)."""
+        for op, parts in self.runs.items():
+            for files in parts.values():
+                for n in files:
+                    try:
+                        if f"{_crc(os.path.join(self.directory, op, n)):08x}" != n.removesuffix(".arrow")[-8:]:
+                            return False
+                    except OSError:
+                        return False
+        return True
+
+    def sizes(self) -> dict[str, list[tuple[int, int, int, int]]]:
+        """Per op, per partition: (partition, records, runs, bytes), read from the run files'
+        footers (memory-mapped) once per version; a file removed meanwhile counts nothing."""
+        memo = getattr(self, "_sizes", None)
+        if memo is not None and memo[0] == self.version:
+            return memo[1]
+        version, out = self.version, {}
+        for op, parts in list(self.runs.items()):
+            rows = []
+            for p, files in sorted(dict(parts).items()):
+                records = size = 0
+                for n in files:
+                    path = os.path.join(self.directory, op, n)
+                    try:
+                        with pa.memory_map(path) as source:
+                            reader = ipc.open_file(source)
+                            records += sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
+                        size += os.path.getsize(path)
+                    except OSError:
+                        continue
+                rows.append((p, records, len(files), size))
+            out[op] = rows
+        self._sizes = (version, out)
+        return out
+
     def state_bytes(self) -> dict[str, int]:
         return {op: sum(os.path.getsize(os.path.join(self.directory, op, n))
                         for files in parts.values() for n in files) for op, parts in self.runs.items()}
@@ -269,9 +324,7 @@ def apply_times(manifest_runs: Sequence[str], directory: str, partition: int, ve
     if pending is None or not len(pending):
         return steps, list(manifest_runs)
     runs, files = compacted([*runs, pending], [*manifest_runs, None], merged)
-    name = f"p{partition}-v{version}.arrow"
-    write_run(os.path.join(directory, name), runs[-1], names)
-    files[-1] = name
+    files[-1] = write_run(os.path.join(directory, f"p{partition}-v{version}.arrow"), runs[-1], names)
     return steps, [f for f in files if f is not None]
 
 
@@ -328,6 +381,5 @@ def arrange(runs: list[Run], files: Sequence[str], delta: Run, directory: str, n
     if not len(delta):
         return runs, list(files)
     runs, out = compacted([*runs, delta], [*files, None], merged_rows)
-    write_run(os.path.join(directory, name), runs[-1], names)
-    out[-1] = name
+    out[-1] = write_run(os.path.join(directory, name), runs[-1], names)
     return runs, [f for f in out if f is not None]

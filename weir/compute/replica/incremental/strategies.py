@@ -15,16 +15,16 @@ log = logging.getLogger(__name__)
 
 
 def build(strategy: str, dataflow_id: str, sql: str, inputs: Sequence[tuple[str, Sequence[Any]]],
-          schema: Any, new_session: Callable[[], Any],
-          partitions: int) -> tuple[Incremental | None, str | None]:
+          schema: Any, new_session: Callable[[], Any], partitions: int,
+          directory: str) -> tuple[Incremental | None, str | None]:
     """The dataflow's strategy ("reduce": a GROUP BY of count / sum over its inputs or over
     a delta join of two; "join": a delta join then linear operators), or None (it
-    recomputes) and why."""
+    recomputes) and why. Its state goes under `directory`."""
     source: Source | None = None
     try:
         if join.has_join(sql):
             shape = join.split(sql, {name: [c[0] for c in columns] for name, columns in inputs})
-            source = delta = join.DeltaJoin(shape, inputs, new_session, partitions)
+            source = delta = join.DeltaJoin(shape, inputs, new_session, partitions, directory)
             sql = shape.post_sql
         elif strategy == REDUCE:
             source, delta = InputUpdates(inputs), None
@@ -38,9 +38,9 @@ def build(strategy: str, dataflow_id: str, sql: str, inputs: Sequence[tuple[str,
                 ready.register_empty(session)
                 return session.sql(query).schema
 
-            return Reduce(sql, source, schema, analyse, partitions), None
+            return Reduce(sql, source, schema, analyse, partitions, directory), None
         assert delta is not None
-        return join.JoinedView(sql, delta, schema), None
+        return join.JoinedView(sql, delta, schema, directory), None
     except Exception as e:  # NotReducible, NotJoinable, or Spark refusing a part of the query
         if source is not None:
             source.close()
