@@ -228,7 +228,7 @@ def measure(writer: psycopg.Connection, sub: Subscriber, insert: Callable[[int],
     return result
 
 
-LOAD_CHUNK = 2_000_000
+LOAD_CHUNK = 1_000_000
 
 
 def load_table(conn: psycopg.Connection, table: str, rows: int) -> float:
@@ -342,6 +342,38 @@ def report(results: list[Result], title: str) -> None:
                   f"p99 {pct(rest, 99) * 1000:.0f} ms ({len(r.durable)} samples)")
 
 
+class Background:
+    """Inserts `per_second` rows a second into a fact table (as load_table's, ids past the
+    loaded ones), ten VALUES statements a second on a connection of its own (a VALUES
+    insert is the coordinator's; a DELETE or INSERT ... SELECT would run on the replica's
+    one Spark core beside the view being measured)."""
+
+    def __init__(self, dsn: str, table: str, first_id: int, per_second: int) -> None:
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        self.table, self.next_id, self.batch = table, first_id, max(1, per_second // 10)
+        self.changed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        tick = time.monotonic()
+        while not self._stop.is_set():
+            ids = range(self.next_id, self.next_id + self.batch)
+            self.next_id += self.batch
+            self.conn.execute(f"INSERT INTO {self.table} VALUES "
+                              + ", ".join(f"({i}, {i % DIM_ROWS}, {i % 100})" for i in ids))
+            self.changed += self.batch
+            tick += 0.1
+            self._stop.wait(max(0.0, tick - time.monotonic()))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(10)
+        self.conn.close()
+        return self.changed
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=100_000, help="rows in each base table")
@@ -356,6 +388,9 @@ def main() -> int:
                     help="also poll each view's output shard upper (Iceberg) to split the time into "
                          "the replica's part and the coordinator's")
     ap.add_argument("--cases", default="table,filter,join", help="comma-separated subset")
+    ap.add_argument("--background-rows", type=int, default=0,
+                    help="while the join case is measured, also insert this many rows a second into its "
+                         "fact table (ten VALUES statements a second, on a connection of their own)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the finally blocks
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
@@ -409,8 +444,16 @@ def main() -> int:
             hyd = create_mv(conn, "fr_c_agg", sql)
             print(f"join: loaded {args.rows:,} rows in {secs:.1f}s; MV hydrated in {hyd:.1f}s: {sql}",
                   flush=True)
-            run("join", "SUBSCRIBE to a join + aggregate MV", 3.0, "fr_c_agg", probe_group("fr_c"),
-                probe_count_key, key_of=lambda i: i)
+            background = Background(weir.dsn, "fr_c", args.rows, args.background_rows) \
+                if args.background_rows else None
+            try:
+                what = "SUBSCRIBE to a join + aggregate MV" + (
+                    f" while {args.background_rows} rows/s are inserted" if background else "")
+                run("join", what, 3.0 if not background else 1.0, "fr_c_agg", probe_group("fr_c"),
+                    probe_count_key, key_of=lambda i: i)
+            finally:
+                if background is not None:
+                    print(f"background: {background.stop():,} rows inserted", flush=True)
             conn.execute("DROP MATERIALIZED VIEW fr_c_agg")
             conn.execute("DROP TABLE fr_c, fr_dim")
         writer.close()

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -363,14 +364,22 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
         "join": ("SELECT e.id, e.v, d.name FROM weir_e AS e JOIN weir_d AS d ON e.k = d.k AND d.name <> 'z' "
                  "WHERE e.v < length(d.name) + 5",
                  [("id", T.INT8, True), ("v", T.INT4, True), ("name", T.TEXT, True)]),
-        "reduce": ("SELECT d.name, count(*) AS n, sum(e.v) AS s FROM weir_e AS e, weir_d AS d "
-                   "WHERE d.k = e.k GROUP BY d.name",
-                   [("name", T.TEXT, True), ("n", T.INT8, True), ("s", T.INT8, True)]),
+        # a decimal's sum is kept as its unscaled integers; a count of text counts non-NULLs
+        "reduce": ("SELECT d.name, count(*) AS n, sum(e.v) AS s, sum(e.v * 1.5) AS h, count(d.name) AS c "
+                   "FROM weir_e AS e, weir_d AS d WHERE d.k = e.k GROUP BY d.name",
+                   [("name", T.TEXT, True), ("n", T.INT8, True), ("s", T.INT8, True), ("h", T.NUMERIC, True),
+                    ("c", T.INT8, True)]),
+        # outer joins: the kept side's unmatched rows padded with NULLs (NULL keys never match)
+        "left": ("SELECT e.id, e.k, d.name FROM weir_e AS e LEFT JOIN weir_d AS d ON e.k = d.k AND d.name <> 'z'",
+                 [("id", T.INT8, True), ("k", T.INT4, True), ("name", T.TEXT, True)]),
+        "full": ("SELECT d.name, count(*) AS n, count(e.id) AS c FROM weir_e AS e FULL OUTER JOIN weir_d AS d "
+                 "ON e.k = d.k GROUP BY d.name",
+                 [("name", T.TEXT, True), ("n", T.INT8, True), ("c", T.INT8, True)]),
         "three": ("SELECT r.region, count(*) AS n, sum(e.v) AS s FROM weir_e AS e JOIN weir_d AS d ON e.k = d.k "
                   "JOIN weir_r AS r ON r.name = d.name GROUP BY r.region",
                   [("region", T.INT4, True), ("n", T.INT8, True), ("s", T.INT8, True)]),
     }
-    strategy = {"join": "join", "reduce": "reduce", "three": "reduce"}
+    strategy = {"join": "join", "reduce": "reduce", "three": "reduce", "left": "join", "full": "reduce"}
     outs: dict[str, Shard] = {}
     for kind, (sql, cols) in views.items():
         outs[kind] = out = env.store.create_shard(f"dj_{kind}", cols, initial_upper=500)
@@ -392,6 +401,29 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
         return [(a, b, na * nb) for a, na in e.at(at).items() for b, nb in d.at(at).items()
                 if a[1] is not None and a[1] == b[0]]
 
+    def outer(at: int, keep_right: bool, right_ok: Callable[[Row], bool] = lambda b: True) -> list[Any]:
+        es, ds = e.at(at), Counter({b: n for b, n in d.at(at).items() if right_ok(b)})
+        out: list[Any] = [(a, b, na * nb) for a, na in es.items() for b, nb in ds.items()
+                          if a[1] is not None and a[1] == b[0]]
+        out += [(a, None, na) for a, na in es.items() if not any(a[1] is not None and a[1] == b[0] for b in ds)]
+        if keep_right:
+            out += [(None, b, nb) for b, nb in ds.items() if not any(a[1] is not None and a[1] == b[0] for a in es)]
+        return out
+
+    def left_query(at: int) -> Counter[Row]:
+        out: Counter[Row] = Counter()
+        for a, b, n in outer(at, False, lambda b: b[1] is not None and b[1] != "z"):
+            out[(a[0], a[1], b[1] if b else None)] += n
+        return out
+
+    def full_query(at: int) -> Counter[Row]:
+        groups: dict[Any, list[int]] = {}
+        for a, b, n in outer(at, True):
+            acc = groups.setdefault(b[1] if b else None, [0, 0])
+            acc[0] += n
+            acc[1] += n if a is not None else 0
+        return Counter({(g, n, c): 1 for g, (n, c) in groups.items() if n})
+
     def join_query(at: int) -> Counter[Row]:
         out: Counter[Row] = Counter()
         for a, b, n in joined(at):
@@ -411,10 +443,13 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
             if a[2] is not None:
                 acc[1] += n
                 acc[2] += a[2] * n
-        return Counter({(g, n, s if c else None): 1 for g, (n, c, s) in groups.items()})
+        if three:
+            return Counter({(g, n, s if c else None): 1 for g, (n, c, s) in groups.items()})
+        return Counter({(g, n, s if c else None, Decimal(s) * Decimal("1.5") if c else None, n if g is not None else 0): 1
+                        for g, (n, c, s) in groups.items()})
 
     env.announce({"dj_e": t + 5, "dj_d": t + 5, "dj_r": t + 5})
-    for kind, query in (("join", join_query), ("reduce", reduce_query),
+    for kind, query in (("join", join_query), ("reduce", reduce_query), ("left", left_query), ("full", full_query),
                         ("three", lambda at: reduce_query(at, three=True))):
         assert output_log(outs[kind], wait_upper(outs[kind], t + 5)) == expected_log(query, times), kind
     deadline = time.monotonic() + 30

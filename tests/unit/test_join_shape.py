@@ -53,9 +53,24 @@ def test_three_inputs_join_stage_by_stage() -> None:
     assert s.post_sql == f"SELECT __c1, SUM(__c2) FROM {JOINED} WHERE __c3 < __c2 GROUP BY __c1"
 
 
+def test_outer_joins_keep_their_conditions_apart() -> None:
+    s = split("SELECT a.id, b.name FROM weir_u1 AS a LEFT JOIN weir_u2 AS b ON a.k = b.k AND b.name <> 'x' "
+              "WHERE a.v > 1 AND b.name IS NULL", INPUTS)
+    assert [st.kind for st in s.stages] == ["LEFT"] and s.stages[0].keeps(0) and not s.stages[0].keeps(1)
+    assert s.inputs[0].filters == ("a.v > 1",)  # WHERE on the kept side: before the join
+    assert s.inputs[1].filters == ("b.name <> 'x'",)  # ON on the padded side: before the join
+    assert s.post_sql == f"SELECT __c1, __c2 FROM {JOINED} WHERE __c2 IS NULL"  # WHERE on the padded side: after
+    s = split("SELECT a.id FROM weir_u1 AS a FULL OUTER JOIN weir_u2 AS b ON a.k = b.k WHERE a.v = 1", INPUTS)
+    assert s.stages[0].kind == "FULL" and s.inputs[0].filters == () and "WHERE __c2 = 1" in s.post_sql
+    s = split("SELECT b.k FROM weir_u1 AS a RIGHT JOIN weir_u2 AS b ON a.k = b.k AND a.v = 2", INPUTS)
+    assert s.stages[0].kind == "RIGHT" and s.inputs[0].filters == ("a.v = 2",)
+
+
 @pytest.mark.parametrize("sql", [
-    "SELECT a.k FROM weir_u1 AS a LEFT JOIN weir_u2 AS b ON a.k = b.k",
-    "SELECT a.k FROM weir_u1 AS a FULL OUTER JOIN weir_u2 AS b ON a.k = b.k",
+    "SELECT a.k FROM weir_u1 AS a LEFT JOIN weir_u2 AS b ON a.k = b.k AND a.v > 1",  # on the kept side
+    "SELECT a.k FROM weir_u1 AS a FULL OUTER JOIN weir_u2 AS b ON a.k = b.k AND b.name = 'x'",
+    "SELECT a.k FROM weir_u1 AS a LEFT JOIN weir_u2 AS b ON a.k = b.k AND a.v < LENGTH(b.name)",
+    "SELECT a.k FROM weir_u1 AS a LEFT SEMI JOIN weir_u2 AS b ON a.k = b.k",
     "SELECT a.k FROM weir_u1 AS a JOIN weir_u2 AS b ON a.k < b.k",  # no equality
     "SELECT a.k FROM weir_u1 AS a CROSS JOIN weir_u2 AS b",
     "SELECT a.k FROM weir_u1 AS a JOIN weir_u2 AS b USING (k)",

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from weir.compute.replica.incremental import rows, runs
-from weir.compute.replica.incremental.join import _meet
+from weir.compute.replica.incremental.join import Stage, _meet, _unmatched
 from weir.compute.replica.linear import DIFF
 
 KEYS = ["__j0"]
@@ -46,17 +47,22 @@ def test_runs_round_trip_and_merge(tmp_path: Path) -> None:
     assert sorted(r["__j0"] for r in m.rows.to_pylist()) == ["b", "c"]
 
 
-def test_delta_join_over_ticks_equals_the_join(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["INNER", "LEFT", "RIGHT", "FULL"])
+def test_delta_join_over_ticks_equals_the_join(tmp_path: Path, kind: str) -> None:
+    """The task's steps (weir.compute.replica.incremental.join._task) by hand: per tick the
+    unmatched rows of a kept side, then dA join B + A' join dB, then both arranged."""
     rng = random.Random(28)
     live: list[list[tuple]] = [[], []]
     state: list[list[rows.RowRun]] = [[], []]
     files: list[list[str]] = [[], []]
     total: Counter[tuple] = Counter()
-    for tick in range(12):
+    kept = [Stage((), (), kind).keeps(i) for i in (0, 1)]
+    types = {"__c0": pa.int64(), "__c1": pa.string(), "__c2": pa.int64()}
+    for tick in range(15):
         changes: list[list[tuple[tuple, int]]] = [[], []]
         for s in (0, 1):
             for _ in range(rng.randrange(0, 8)):
-                if live[s] and rng.random() < 0.4:
+                if live[s] and rng.random() < 0.45:
                     changes[s].append((live[s].pop(rng.randrange(len(live[s]))), -1))
                 else:
                     key = rng.choice("abcdefg")
@@ -64,7 +70,11 @@ def test_delta_join_over_ticks_equals_the_join(tmp_path: Path) -> None:
                     live[s].append(row)
                     changes[s].append((row, 1))
         d = [_delta(changes[0], SIDES[0]), _delta(changes[1], SIDES[1])]
-        out = _meet(d[0], state[1], True, tick, KEYS, SIDES)
+        out = []
+        for s in (0, 1):
+            if kept[s]:
+                out += _unmatched(d[s], state[s], d[1 - s], state[1 - s], s == 0, tick, KEYS, SIDES, types)
+        out += _meet(d[0], state[1], True, tick, KEYS, SIDES)
         out += _meet(d[1], [*state[0], d[0]], False, tick, KEYS, SIDES)
         for s in (0, 1):
             state[s], files[s] = rows.arrange(state[s], files[s], d[s], str(tmp_path), f"s{s}-{tick}.arrow")
@@ -72,4 +82,8 @@ def test_delta_join_over_ticks_equals_the_join(tmp_path: Path) -> None:
             for r in part.to_pylist():
                 total[(r["__c0"], r["__c1"], r["__c2"])] += r[DIFF]
         expected = Counter((a[1], a[2], b[1]) for a in live[0] for b in live[1] if a[0] == b[0])
+        if kept[0]:
+            expected += Counter((a[1], a[2], None) for a in live[0] if not any(b[0] == a[0] for b in live[1]))
+        if kept[1]:
+            expected += Counter((None, None, b[1]) for b in live[1] if not any(a[0] == b[0] for a in live[0]))
         assert +total == expected and not -total, f"tick {tick}"

@@ -39,6 +39,7 @@ from weir.compute.replica.incremental.maintained import Bound, Incremental, Job,
 from weir.compute.replica.linear import DIFF, TIME, NotLinear, linear_rewrite
 
 JOINED = "__weir_joined"
+INNER, LEFT, RIGHT, FULL = "INNER", "LEFT", "RIGHT", "FULL"
 SIDE, HASH = "__weir_side", "__weir_h"
 SIDES = ("left", "right")  # of a join stage: the inputs before, the input it joins
 _NESTED = ("ArrayType", "MapType", "StructType", "VariantType")
@@ -64,6 +65,11 @@ class Stage:
 
     left: tuple[str, ...]  # over JOINED's names of the inputs before (Spark SQL)
     right: tuple[str, ...]  # over the input's alias (Spark SQL)
+    kind: str = INNER  # or LEFT, RIGHT, FULL: which sides keep unmatched rows, padded with NULLs
+
+    def keeps(self, side: int) -> bool:
+        """Whether side 0 (the inputs before) or 1 (the input) keeps its unmatched rows."""
+        return self.kind == FULL or self.kind == (LEFT, RIGHT)[side]
 
 
 @dataclass(frozen=True)
@@ -96,11 +102,14 @@ def split(sql: str, inputs: Mapping[str, Sequence[str]]) -> JoinShape:
     joins = tree.args.get("joins") or []
     if not joins:
         raise NotJoinable("one input (no join)")
+    kinds: list[str] = []
     for join in joins:
-        if join.args.get("side") or (join.args.get("kind") or "").upper() not in ("", "INNER", "CROSS"):
-            raise NotJoinable(f"a {join.args.get('side') or join.args.get('kind')} join")
+        side, kind = (join.args.get("side") or "").upper(), (join.args.get("kind") or "").upper()
+        if kind not in ("", "INNER", "CROSS", "OUTER") or (kind == "OUTER" and not side):
+            raise NotJoinable(f"a {side} {kind} join".replace("  ", " "))
         if join.args.get("using") or join.args.get("method"):
             raise NotJoinable("JOIN ... USING or NATURAL")
+        kinds.append(side or INNER)
     tables = [tree.args["from_"].this, *(j.this for j in joins)]
     views = {k.lower(): [c.lower() for c in v] for k, v in inputs.items()}
     aliases: list[str] = []
@@ -135,15 +144,32 @@ def split(sql: str, inputs: Mapping[str, Sequence[str]]) -> JoinShape:
     def reads(e: exp.Expression) -> set[int]:
         return {input_of(c) for c in e.find_all(exp.Column)}
 
-    conjuncts = [c for j in joins for c in _conjuncts(j.args.get("on"))] + _conjuncts(tree.args.get("where"))
+    # an input an outer join pads with NULLs: a WHERE condition on it filters after the joins
+    nullable: set[int] = set()
+    for s, kind in enumerate(kinds, 1):
+        nullable |= {s} if kind == LEFT else set(range(s)) if kind == RIGHT else set(range(s + 1)) \
+            if kind == FULL else set()
     filters: list[list[exp.Expression]] = [[] for _ in range(n)]
-    pending: list[exp.Expression] = []
-    for c in conjuncts:
+    pending: list[exp.Expression] = []  # conditions of the inner joins and WHERE, not yet placed
+    outer_on: dict[int, list[exp.Expression]] = {}  # an outer join's own ON conditions
+    for c in [c for j, k in zip(joins, kinds, strict=True) if k == INNER for c in _conjuncts(j.args.get("on"))] \
+            + _conjuncts(tree.args.get("where")):
         got = reads(c)
-        if len(got) == 1:
+        if len(got) == 1 and not got & nullable:
             filters[next(iter(got))].append(c)
         else:
             pending.append(c)
+    for s, (j, kind) in enumerate(zip(joins, kinds, strict=True), 1):
+        if kind == INNER:
+            continue
+        outer_on[s] = []
+        for c in _conjuncts(j.args.get("on")):
+            got = reads(c)
+            if len(got) == 1 and got == {s} and kind == LEFT or len(got) == 1 and got == {0} and s == 1 \
+                    and kind == RIGHT:
+                filters[next(iter(got))].append(c)  # on the side that only appears through matches
+            else:
+                outer_on[s].append(c)
     used: list[dict[str, str]] = [{} for _ in range(n)]
 
     def joined_name(col: exp.Column) -> str:
@@ -161,7 +187,8 @@ def split(sql: str, inputs: Mapping[str, Sequence[str]]) -> JoinShape:
     for s in range(1, n):  # inputs[:s] joined, meet inputs[s] on every equality between them
         left: list[str] = []
         right: list[str] = []
-        for c in list(pending):
+        conditions = outer_on.get(s, pending)
+        for c in list(conditions):
             if not isinstance(c, exp.EQ):
                 continue
             a, b = reads(c.this), reads(c.expression)
@@ -169,12 +196,15 @@ def split(sql: str, inputs: Mapping[str, Sequence[str]]) -> JoinShape:
                 if xs and ys == {s} and max(xs) < s:
                     left.append(renamed(x).sql(dialect="spark"))
                     right.append(y.sql(dialect="spark"))
-                    pending.remove(c)
+                    conditions.remove(c)
                     break
         if not left:
             raise NotJoinable(f"no equality between {tables[s].sql(dialect='spark')} and the inputs before it "
                               "(a cross join)")
-        stages.append(Stage(tuple(left), tuple(right)))
+        if s in outer_on and outer_on[s]:
+            raise NotJoinable(f"a {kinds[s - 1]} join's condition {outer_on[s][0].sql(dialect='spark')[:60]} "
+                              "is neither a key equality nor on its padded side alone")
+        stages.append(Stage(tuple(left), tuple(right), kinds[s - 1]))
     post = tree.copy()
     post.set("joins", None)
     post.set("from_", exp.From(this=exp.to_table(JOINED)))
@@ -257,7 +287,7 @@ class DeltaJoin:
         self.input_sql: list[str] = []
         for s, inp in enumerate(shape.inputs):
             keys = shape.stages[s - 1].right if s else ()
-            sql = self._input_sql(inp, keys, self.casts[s - 1] if s else [])
+            sql = self._input_sql(inp, keys, self.casts[s - 1] if s else [], s > 0 and shape.stages[s - 1].keeps(1))
             try:
                 self.input_sql.append(linear_rewrite(sql, {inp.name: columns[inp.name.lower()]}))
             except NotLinear as e:
@@ -271,13 +301,14 @@ class DeltaJoin:
         self._pending: str | None = None  # the version the last bind's job writes
 
     @staticmethod
-    def _input_sql(inp: Input, keys: Sequence[str], casts: Sequence[str | None]) -> str:
+    def _input_sql(inp: Input, keys: Sequence[str], casts: Sequence[str | None], kept: bool = False) -> str:
         """The input's rows the join reads: its columns (JOINED's names), filtered by its own
-        conditions, and its keys of the stage that joins it (NULL keys never match)."""
+        conditions, and its keys of the stage that joins it (NULL keys never match: gone,
+        unless the stage keeps the input's unmatched rows)."""
         items = [f"`{inp.alias}`.`{c}` AS {j}" for c, j in inp.columns]
         items += [f"CAST({k} AS {cast}) AS __j{i}" if cast else f"{k} AS __j{i}"
                   for i, (k, cast) in enumerate(zip(keys, casts, strict=True))]
-        where = [f"({f})" for f in inp.filters] + [f"({k}) IS NOT NULL" for k in keys]
+        where = [f"({f})" for f in inp.filters] + ([] if kept else [f"({k}) IS NOT NULL" for k in keys])
         return (f"SELECT {', '.join(items) or '1 AS __one'} FROM {inp.name} AS `{inp.alias}`"
                 + (f" WHERE {' AND '.join(where)}" if where else ""))
 
@@ -352,6 +383,7 @@ class DeltaJoin:
         """The inputs' updates joined stage by stage: each stage's two sides hashed by its
         key, partitioned, joined by each partition's task."""
         from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import to_arrow_type
         from pyspark.sql.types import LongType, StructField, StructType
 
         m = self.manifest
@@ -362,24 +394,35 @@ class DeltaJoin:
             left = joined.selectExpr(*before, *(f"CAST({k} AS {cast}) AS {j}" if cast else f"{k} AS {j}"
                                                 for k, cast, j in zip(stage.left, self.casts[s - 1], keys,
                                                                       strict=True)), TIME, DIFF)
-            left = left.where(" AND ".join(f"{j} IS NOT NULL" for j in keys))
             right = session.sql(self.input_sql[s])
+            keyed = " AND ".join(f"{j} IS NOT NULL" for j in keys)
+            after = [*before, *self.input_columns[s]]
+            types = {f.name: f.dataType for f in self.joined_schema.fields}
+            unmatched = []  # rows of a kept side with a NULL key: padded, never looked up
+            for i, (df, cols) in enumerate(((left, before), (right, self.input_columns[s]))):
+                if stage.keeps(i):
+                    unmatched.append(df.where(f"NOT ({keyed})").select(
+                        *(F.col(c) if c in cols else F.lit(None).cast(types[c]).alias(c) for c in after), TIME, DIFF))
+            left, right = left.where(keyed), right.where(keyed)
             sides = [df.select(F.lit(i).alias(SIDE), F.xxhash64(*keys).alias(HASH), *keys, *cols, TIME, DIFF)
                      for i, (df, cols) in enumerate(((left, before), (right, self.input_columns[s])))]
             both = sides[0].unionByName(sides[1], allowMissingColumns=True)
-            after = [*before, *self.input_columns[s]]
             out = StructType([*(f for f in self.joined_schema.fields if f.name in after),
                               StructField(TIME, LongType(), True), StructField(DIFF, LongType(), True)])
             task = _task(self.directory, {op: dict(m.runs[op]) for op in (f"{s}-{x}" for x in SIDES)}, version, s,
-                         keys, [before, self.input_columns[s]])
+                         keys, [before, self.input_columns[s]], stage.kind,
+                         {c: to_arrow_type(types[c]) for c in after})
             joined = both.repartition(self.partitions, HASH).mapInArrow(task, out)
+            for u in unmatched:
+                joined = joined.unionByName(u)
         return joined
 
 
 def _task(directory: str, manifest: dict[str, dict[int, list[str]]], version: str, stage: int,
-          key_names: list[str], side_columns: list[list[str]]) -> Any:
+          key_names: list[str], side_columns: list[list[str]], kind: str, types: dict[str, pa.DataType]) -> Any:
     """One key partition's task of one join stage (runs on an executor)."""
     ops = [f"{stage}-{side}" for side in SIDES]
+    kept = [Stage((), (), kind).keeps(i) for i in (0, 1)]
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
@@ -404,6 +447,11 @@ def _task(directory: str, manifest: dict[str, dict[int, list[str]]], version: st
                 at = np.flatnonzero((times == t) & (side == s))
                 delta.append(rw.consolidated(hashes[at], table.select([*key_names, *side_columns[s]]).take(at),
                                              weights[at]))
+            for s in (0, 1):  # an outer join: the kept side's rows whose matches come or go
+                if kept[s]:
+                    out += _unmatched(delta[s], [*state[s], *pending[s]], delta[1 - s],
+                                      [*state[1 - s], *pending[1 - s]], s == 0, int(t), key_names, side_columns,
+                                      types)
             out += _meet(delta[0], [*state[1], *pending[1]], True, int(t), key_names, side_columns)
             pending[0].append(delta[0])
             out += _meet(delta[1], [*state[0], *pending[0]], False, int(t), key_names, side_columns)
@@ -449,6 +497,75 @@ def _meet(delta: rows.RowRun, others: Sequence[rows.RowRun], delta_is_left: bool
         cols[TIME] = pa.array(np.full(mine.num_rows, t, np.int64))
         cols[DIFF] = weight
         out.append(pa.table(cols))
+    return out
+
+
+def _same_keys(a: pa.Table, b: pa.Table, key_names: list[str]) -> np.ndarray:
+    same = None
+    for k in key_names:
+        eq = pc.equal(a.column(k), b.column(k))
+        same = eq if same is None else pc.and_(same, eq)
+    return pc.fill_null(same, False).to_numpy(zero_copy_only=False) if same is not None \
+        else np.ones(a.num_rows, bool)
+
+
+def _degrees(others: Sequence[rows.RowRun], probe: rows.RowRun, key_names: list[str]) -> np.ndarray:
+    """Per row of `probe`: the summed weight of the rows of `others` with its key."""
+    out = np.zeros(len(probe), np.int64)
+    for pi, run, ri in runs.matches(others, probe.keys):
+        same = _same_keys(probe.rows.take(pa.array(pi)), run.rows.take(pa.array(ri)), key_names)
+        np.add.at(out, pi[same], run.weights()[ri[same]])
+    return out
+
+
+def _with_keys(others: Sequence[rows.RowRun], probe: rows.RowRun, key_names: list[str]) -> pa.Table | None:
+    """The rows of `others` whose key is one of `probe`'s (probe's keys are distinct)."""
+    found = []
+    for pi, run, ri in runs.matches(others, probe.keys):
+        same = _same_keys(probe.rows.take(pa.array(pi)), run.rows.take(pa.array(ri)), key_names)
+        if same.any():
+            found.append(run.rows.take(pa.array(ri[same])))
+    return pa.concat_tables(found) if found else None
+
+
+def _padded(kept: pa.Table, weights: Any, kept_is_left: bool, t: int, side_columns: list[list[str]],
+            types: dict[str, pa.DataType]) -> pa.Table:
+    """The kept side's rows with NULLs for the other side's columns."""
+    mine = side_columns[0 if kept_is_left else 1]
+    cols = {c: kept.column(c) if c in mine else pa.nulls(kept.num_rows, types[c])
+            for c in [*side_columns[0], *side_columns[1]]}
+    cols[TIME] = pa.array(np.full(kept.num_rows, t, np.int64))
+    cols[DIFF] = pa.array(np.asarray(weights, np.int64))
+    return pa.table(cols)
+
+
+def _unmatched(delta: rows.RowRun, before: Sequence[rows.RowRun], other_delta: rows.RowRun,
+               other_before: Sequence[rows.RowRun], kept_is_left: bool, t: int, key_names: list[str],
+               side_columns: list[list[str]], types: dict[str, pa.DataType]) -> list[pa.Table]:
+    """What an outer join adds at `t` for a kept side: its rows with no match, padded with
+    NULLs. A new row whose key has no match before or after `t` comes out padded; a key the
+    other side's change gives its first match retracts its padded rows, one whose last match
+    goes adds them (with the side's rows of `t`)."""
+    out = []
+    other_keys = rows.consolidated(other_delta.keys, other_delta.rows.select(key_names), other_delta.weights())
+    if len(delta):
+        before_deg = _degrees(other_before, delta, key_names)
+        after_deg = before_deg + _degrees([other_keys], delta, key_names)
+        alone = (before_deg == 0) & (after_deg == 0)
+        if alone.any():
+            rows_ = delta.rows.filter(pa.array(alone))
+            out.append(_padded(rows_, rows_.column(rows.WEIGHT).to_numpy(), kept_is_left, t, side_columns, types))
+    if len(other_keys):
+        was = _degrees(other_before, other_keys, key_names)
+        now = was + other_keys.weights()
+        for flips, sign, with_delta in (((was == 0) & (now != 0), -1, False), ((was != 0) & (now == 0), 1, True)):
+            if not flips.any():
+                continue
+            keys = rows.RowRun(other_keys.keys[flips], other_keys.rows.filter(pa.array(flips)))
+            found = _with_keys([*before, *([delta] if with_delta else [])], keys, key_names)
+            if found is not None:
+                out.append(_padded(found, sign * found.column(rows.WEIGHT).to_numpy(), kept_is_left, t,
+                                   side_columns, types))
     return out
 
 

@@ -23,6 +23,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -117,6 +118,39 @@ _KEY_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "StringType", 
               "DateType", "TimestampType", "TimestampNTZType", "DecimalType", "BinaryType")
 
 
+def _scale(t: Any) -> int:
+    """0 for an integer; a decimal's scale (its sum is kept as the sum of its unscaled
+    values, exactly; a value whose unscaled form leaves 64 bits gives up: Overflow) when
+    Spark can scale it without rounding; else NotReducible (floating sums are not exact)."""
+    if _integral(t):
+        return 0
+    if type(t).__name__ == "DecimalType" and t.precision + t.scale + 2 <= 38:
+        return int(t.scale)
+    raise NotReducible(f"count / sum of {t.simpleString()}")
+
+
+def _as_integers(pre_sql: str, scales: list[int], counted: set[int]) -> str:
+    """The linear part with each argument as the integer its accumulators add: a decimal
+    sum's unscaled value (and `__o<i>`: it left 64 bits), a count's 1 (NULL stays NULL)."""
+    tree = sqlglot.parse_one(pre_sql, read="spark")
+    flags = []
+    for item in list(tree.expressions):
+        if not (isinstance(item, exp.Alias) and item.alias.startswith("__a")):
+            continue
+        i = int(item.alias[3:])
+        if i in counted:
+            item.set("this", sqlglot.parse_one(
+                f"IF(({item.this.sql(dialect='spark')}) IS NULL, CAST(NULL AS BIGINT), CAST(1 AS BIGINT))",
+                read="spark"))
+        elif scales[i]:
+            value = item.this.sql(dialect="spark")
+            unscaled = f"TRY_CAST(({value}) * {10 ** scales[i]} AS BIGINT)"
+            item.set("this", sqlglot.parse_one(unscaled, read="spark"))
+            flags.append(sqlglot.parse_one(f"({value}) IS NOT NULL AND {unscaled} IS NULL AS __o{i}", read="spark"))
+    tree.set("expressions", [*tree.expressions, *flags])
+    return tree.sql(dialect="spark")
+
+
 def _integral(t: Any) -> bool:
     name = type(t).__name__
     return name in ("ByteType", "ShortType", "IntegerType", "LongType") or (
@@ -132,21 +166,25 @@ class Reduce(Incremental):
         cannot run it); `directory`: the dataflow's state directory."""
         super().__init__(source, directory)
         self.shape = shape(sql)
-        try:
-            self.linear_sql = linear_rewrite(self.shape.pre_sql, source.names)
-        except NotLinear as e:
-            raise NotReducible(f"its input is not linear: {e}") from None
         pre_schema = analyse(self.shape.pre_sql)
         fields = list(pre_schema.fields)
         for f in fields[:self.shape.keys]:
             if type(f.dataType).__name__ not in _KEY_TYPES:
                 raise NotReducible(f"a group key of type {f.dataType.simpleString()}")
-        for f in fields[self.shape.keys:]:
-            if not _integral(f.dataType):
-                raise NotReducible(f"count / sum of {f.dataType.simpleString()}")
+        # per argument: the decimal scale its sum is kept at as an integer (0: an integer;
+        # a count's argument counts as 1 when not NULL, whatever its type)
+        counted = {o.index for o in self.shape.outputs if o.kind == "count" and o.index is not None}
+        self.scales = [0 if i in counted else _scale(f.dataType) for i, f in enumerate(fields[self.shape.keys:])]
         for out, f in zip(self.shape.outputs, schema.fields, strict=True):
+            if out.kind == "sum" and self.scales[out.index or 0] and _scale(f.dataType) == self.scales[out.index or 0]:
+                continue  # a decimal's sum: the unscaled sum, scaled back (`_changes`)
             if out.kind != "key" and not _integral(f.dataType):
                 raise NotReducible(f"an aggregate of type {f.dataType.simpleString()}")
+        try:
+            self.linear_sql = linear_rewrite(_as_integers(self.shape.pre_sql, self.scales, counted),
+                                             source.names)
+        except NotLinear as e:
+            raise NotReducible(f"its input is not linear: {e}") from None
         self.schema, self.pre_schema, self.partitions = schema, pre_schema, partitions
         self.width = 1 + 2 * self.shape.arguments  # count(*), then per argument non-NULL count and sum
         self.own = os.path.join(directory, "reduce")
@@ -219,8 +257,11 @@ class Reduce(Incremental):
                     if out.kind == "count":
                         cols.append(nonnull.cast(target))
                     else:
-                        total = live.column(f"{prefix}{2 + 2 * out.index}")
-                        cols.append(pc.if_else(pc.greater(nonnull, 0), total, None).cast(target))
+                        total = pc.if_else(pc.greater(nonnull, 0), live.column(f"{prefix}{2 + 2 * out.index}"), None)
+                        scale = self.scales[out.index]
+                        cols.append(pa.array([None if v is None else Decimal(v).scaleb(-scale)
+                                              for v in total.to_pylist()], target)
+                                    if scale else total.cast(target))
             parts.append(pa.table([*cols, live.column(TIME), pa.array(np.full(live.num_rows, sign, np.int64))],
                                   names=[*(io.pos(i) for i in range(len(cols))), io.TIME, io.N]))
         return pa.concat_tables(parts)
@@ -243,6 +284,8 @@ def _task(directory: str, manifest: dict[int, list[str]], version: str, n_keys: 
         w = table.column(DIFF).to_numpy().astype(np.int64)
         deltas = [w]
         for i in range(n_args):
+            if f"__o{i}" in table.column_names and pc.any(table.column(f"__o{i}")).as_py():
+                raise Overflow("a decimal's unscaled value does not fit 64 bits")
             a = table.column(f"__a{i}")
             present = pc.is_valid(a).to_numpy(zero_copy_only=False)
             values = pc.fill_null(a, 0)
