@@ -20,8 +20,9 @@ Each view is subscribed (`SUBSCRIBE ... WITH (SNAPSHOT false, PROGRESS)`) for --
 a progress message saying the view is complete up to time T (ms since the epoch, this
 machine's clock) that arrives at wall time w gives the view's lag w - T: how far it trails
 the source. Prints per query and way: hydration, lag p50 / p99, and the ratio recompute /
-incremental; finally both views of each query exist at once and their contents are
-compared at one timestamp (they must be equal). Load average at start and end.
+incremental. A view that falls behind (no progress) reports how far behind it is when the
+window ends. The incremental view's contents are compared with the query run as a SELECT at
+the same timestamp (one statement; they must be equal). Load average at start and end.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class Lag:
     def __init__(self, dsn: str, view: str) -> None:
         self.conn = psycopg.connect(dsn, autocommit=True)
         self.view, self.lags, self.closing = view, [], False
+        self.frontier: int | None = None  # the last progress time
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -75,19 +77,23 @@ class Lag:
                     f"COPY (SUBSCRIBE {self.view} WITH (SNAPSHOT false, PROGRESS)) TO STDOUT") as cp:
                 for row in cp.rows():
                     if row[1] == "t":
-                        self.lags.append(time.time() - int(row[0]) / 1000)
+                        self.frontier = int(row[0])
+                        self.lags.append(time.time() - self.frontier / 1000)
         except BaseException as e:  # noqa: BLE001 - the cancel at close ends the COPY
             if not self.closing:
                 self.error = e
 
-    def close(self) -> list[float]:
+    def close(self, since: float) -> list[float]:
+        """The lags of the window, and the view's lag at its end (behind since `since` if it
+        never progressed)."""
+        behind = time.time() - (self.frontier / 1000 if self.frontier is not None else since)
         self.closing = True
         self.conn.cancel()
         self.thread.join(10)
         self.conn.close()
         if self.error is not None:
             raise RuntimeError(f"SUBSCRIBE {self.view}: {self.error!r}")
-        return self.lags[3:]  # the first messages may predate the subscription
+        return [*self.lags[3:], behind]  # the first messages may predate the subscription
 
 
 def create(conn: psycopg.Connection, name: str, sql: str) -> float:
@@ -126,21 +132,21 @@ def main() -> int:
                 strategy = conn.execute(f"EXPLAIN PHYSICAL PLAN FOR MATERIALIZED VIEW {name}").fetchone()[0]
                 print(f"Q{q} {way}: hydrated in {hydration:.1f}s; {strategy.splitlines()[0][:160]}", flush=True)
                 lag = Lag(weir.dsn, name)
+                since = time.time()
                 time.sleep(args.seconds)
-                lags = lag.close()
+                lags = lag.close(since)
                 results[(q, way)] = (hydration, lags)
-                print(f"  lag p50 {pct(lags, 50) * 1000:.0f} ms, p99 {pct(lags, 99) * 1000:.0f} ms "
-                      f"({len(lags)} progress messages; load average {load_avg()})", flush=True)
+                print(f"  lag p50 {pct(lags, 50) * 1000:.0f} ms, p99 {pct(lags, 99) * 1000:.0f} ms, at the end "
+                      f"{lags[-1] * 1000:.0f} ms ({len(lags) - 1} progress messages; load average {load_avg()})",
+                      flush=True)
                 if way == "incremental":
-                    conn.execute(f"DROP MATERIALIZED VIEW {name}")
-            create(conn, f"q{q}_inc", view_sql(q, False))
-            diff = conn.execute(f"SELECT count(*) FROM ((SELECT * FROM q{q}_inc EXCEPT ALL SELECT * FROM q{q}_rec) "
-                                f"UNION ALL (SELECT * FROM q{q}_rec EXCEPT ALL SELECT * FROM q{q}_inc)) d").fetchone()
-            same[q] = diff == (0,)
-            print(f"Q{q}: incremental and recompute views {'equal' if same[q] else f'DIFFER ({diff[0]} rows)'}",
-                  flush=True)
-            conn.execute(f"DROP MATERIALIZED VIEW q{q}_inc")
-            conn.execute(f"DROP MATERIALIZED VIEW q{q}_rec")
+                    query = view_sql(q, False)
+                    diff = conn.execute(f"SELECT count(*) FROM ((SELECT * FROM {name} EXCEPT ALL {query}) UNION ALL "
+                                        f"({query} EXCEPT ALL SELECT * FROM {name})) d").fetchone()
+                    same[q] = diff == (0,)
+                    print(f"  the view equals the query run as a SELECT at one timestamp: "
+                          f"{'yes' if same[q] else f'NO ({diff[0]} rows differ)'}", flush=True)
+                conn.execute(f"DROP MATERIALIZED VIEW {name}")
         conn.close()
     finally:
         weir.stop()
@@ -151,9 +157,11 @@ def main() -> int:
         if inc is None or rec is None:
             continue
         print(f"Q{q}: incremental hydration {inc[0]:.1f} s, lag p50 / p99 {pct(inc[1], 50) * 1000:.0f} / "
-              f"{pct(inc[1], 99) * 1000:.0f} ms; recompute hydration {rec[0]:.1f} s, lag p50 / p99 "
-              f"{pct(rec[1], 50) * 1000:.0f} / {pct(rec[1], 99) * 1000:.0f} ms; p50 recompute / incremental "
-              f"{pct(rec[1], 50) / pct(inc[1], 50):.1f}x; answers {'equal' if same.get(q) else 'DIFFER'}")
+              f"{pct(inc[1], 99) * 1000:.0f} ms ({len(inc[1]) - 1} progress messages); recompute hydration "
+              f"{rec[0]:.1f} s, lag p50 / p99 {pct(rec[1], 50) * 1000:.0f} / {pct(rec[1], 99) * 1000:.0f} ms "
+              f"({len(rec[1]) - 1} progress messages, {rec[1][-1]:.1f} s behind at the end); p50 recompute / "
+              f"incremental {pct(rec[1], 50) / pct(inc[1], 50):.1f}x; incremental view equals the query: "
+              f"{'yes' if same.get(q) else 'NO'}")
     shutil.rmtree(base, ignore_errors=True)
     return 0 if all(same.values()) else 1
 

@@ -40,6 +40,6 @@ def test_arguments_become_the_integers_their_accumulators_add() -> None:
     from weir.compute.replica.incremental.reduce import _as_integers
 
     sql = _as_integers("SELECT g AS __k0, v AS __a0, name AS __a1, n AS __a2 FROM t", [2, 0, 0], {1})
-    assert sql == ("SELECT g AS __k0, TRY_CAST((v) * 100 AS BIGINT) AS __a0, "
+    assert sql == ("SELECT g AS __k0, TRY_CAST(TRY_MULTIPLY((v), 100) AS BIGINT) AS __a0, "
                    "IF((name) IS NULL, CAST(NULL AS BIGINT), CAST(1 AS BIGINT)) AS __a1, n AS __a2, "
-                   "NOT (v) IS NULL AND TRY_CAST((v) * 100 AS BIGINT) IS NULL AS __o0 FROM t")
+                   "NOT (v) IS NULL AND TRY_CAST(TRY_MULTIPLY((v), 100) AS BIGINT) IS NULL AS __o0 FROM t")

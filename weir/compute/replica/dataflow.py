@@ -500,6 +500,7 @@ class Dataflow:
             if self._incremental.resume(t + 1):  # its checkpoint is the output's: no rebuild
                 log.info("dataflow %s: resumed its state from the checkpoint at %d", self.spec.dataflow_id, t + 1)
                 self.stats["resumed"] = 1
+                self._installed(t + 1)
                 return
             try:
                 self._incremental.rebuild(self.engine.new_session(), [(i.name, i.columns, p.files) for i, p in
@@ -529,6 +530,20 @@ class Dataflow:
             self._prev = result
         else:
             _release(result)
+
+    def _installed(self, upper: int) -> None:
+        """Run the resumed dataflow's job once over no updates: its operators are in
+        introspection (and its hydration done) at once, not at the inputs' next change."""
+        incremental = self._incremental
+        assert incremental is not None
+        try:
+            empty = [(i.name, i.columns, []) for i in self._inputs]
+            incremental.run(incremental.updates(self.engine.new_session(), empty, upper, upper), self._hydration_job)
+            incremental.checkpoint(upper)
+        except Exception as e:
+            if self.engine.jvm_gone(e) or self._stop.is_set():
+                raise
+            log.info("dataflow %s: its first job after resuming failed (%s)", self.spec.dataflow_id, e)
 
     def _data_error(self, e: Exception) -> WeirError | None:
         """The error to record as data, if `e` is one and this dataflow records errors."""

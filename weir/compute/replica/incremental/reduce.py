@@ -124,7 +124,9 @@ def _scale(t: Any) -> int:
     Spark can scale it without rounding; else NotReducible (floating sums are not exact)."""
     if _integral(t):
         return 0
-    if type(t).__name__ == "DecimalType" and t.precision + t.scale + 2 <= 38:
+    # Spark multiplies decimals without rounding while the result fits 38 digits or keeps
+    # a scale up to 6 (spark.sql.decimalOperations.allowPrecisionLoss)
+    if type(t).__name__ == "DecimalType" and (t.scale <= 6 or t.precision + t.scale + 2 <= 38):
         return int(t.scale)
     raise NotReducible(f"count / sum of {t.simpleString()}")
 
@@ -144,7 +146,7 @@ def _as_integers(pre_sql: str, scales: list[int], counted: set[int]) -> str:
                 read="spark"))
         elif scales[i]:
             value = item.this.sql(dialect="spark")
-            unscaled = f"TRY_CAST(({value}) * {10 ** scales[i]} AS BIGINT)"
+            unscaled = f"TRY_CAST(TRY_MULTIPLY(({value}), {10 ** scales[i]}) AS BIGINT)"
             item.set("this", sqlglot.parse_one(unscaled, read="spark"))
             flags.append(sqlglot.parse_one(f"({value}) IS NOT NULL AND {unscaled} IS NULL AS __o{i}", read="spark"))
     tree.set("expressions", [*tree.expressions, *flags])
