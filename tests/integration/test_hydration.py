@@ -158,9 +158,9 @@ def test_plan_nodes_hydrate_one_after_another(server: WeirServer) -> None:
             assert {sum(r[2] for r in scans if r[0] == n) for n in {r[0] for r in scans}} == {200, 100000}
             for _, _, done, expected, started, rate, remaining in scans:
                 assert done == expected and started is not None and rate > 0 and remaining.total_seconds() == 0
-            # the object-level status agrees
-            assert c.execute(f"SELECT hydrated FROM mz_internal.mz_compute_hydration_statuses "
-                             f"WHERE object_id = '{oid}'").fetchall() == [(True,)]
+            # the object-level status agrees (once the output holds the hydration's interval)
+            _wait(c, f"SELECT hydrated FROM mz_internal.mz_compute_hydration_statuses WHERE object_id = '{oid}'",
+                  lambda rows: rows == [(True,)], timeout=30)
             c.execute("DROP MATERIALIZED VIEW hyd_join")
             _wait(c, "SELECT * FROM mz_internal.mz_compute_operator_hydration_statuses_per_worker "
                   f"WHERE object_id = '{oid}'", lambda rows: rows == [])

@@ -1,11 +1,11 @@
-"""Which queries the delta join keeps from deltas (weir.compute.replica.incremental.join),
+"""Which queries the delta join keeps from deltas (weir.compute.replica.incremental.join_shape),
 without Spark: how a join's Spark SQL splits into each input's part and the rest."""
 
 from __future__ import annotations
 
 import pytest
 
-from weir.compute.replica.incremental.join import JOINED, NotJoinable, Stage, split
+from weir.compute.replica.incremental.join_shape import JOINED, NotJoinable, Stage, split
 from weir.compute.replica.incremental.reduce import shape
 
 INPUTS = {"weir_u1": ["id", "k", "v"], "weir_u2": ["k", "name"]}

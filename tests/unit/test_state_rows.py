@@ -1,5 +1,5 @@
 """Arrangements of rows (weir.compute.replica.incremental.rows) and the delta join's
-meeting of a delta with them (weir.compute.replica.incremental.join), without Spark:
+meeting of a delta with them (weir.compute.replica.incremental.join_shape), without Spark:
 ticks of random changes to two inputs, joined from deltas, equal the join recomputed."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 
 from weir.compute.replica.incremental import rows, runs
-from weir.compute.replica.incremental.join import Stage, _meet, _unmatched
+from weir.compute.replica.incremental.join import _meet, _unmatched
+from weir.compute.replica.incremental.join_shape import Stage
 from weir.compute.replica.linear import DIFF
 
 KEYS = ["__j0"]

@@ -451,7 +451,7 @@ class Dataflow:
             if incremental is not None and result is None and e.current == upper and (
                     updates is not None or not ordered):
                 # another replica wrote this very interval: its output is ours, so is our state
-                self._applied(incremental, updates, upper)
+                incremental.appended(updates is not None, upper)
                 self.stats["lost"] += 1
                 if self._errs is not None:
                     self._errs.forget()
@@ -467,7 +467,7 @@ class Dataflow:
             if failed is not None or result is not None:
                 self._incremental.stale = True  # it did not apply this interval
             else:
-                self._applied(self._incremental, updates, upper)
+                self._incremental.appended(updates is not None, upper)
         if failed is None and self._narrow and not (self._errs is not None and self._errs.current()):
             self._narrow = False
         if ordered and failed is None:
@@ -477,15 +477,6 @@ class Dataflow:
                 _release(result)
         self._advance_to(upper)
         return more
-
-    @staticmethod
-    def _applied(incremental: Incremental, updates: pa.Table | None, upper: int) -> None:
-        """The output holds [lower, upper) as `incremental` computed it (`updates`; None: the
-        interval had no change, the state is as before): checkpoint it if it is current."""
-        if updates is not None:
-            incremental.stale = False
-        if not incremental.stale:
-            incremental.checkpoint(upper)
 
     def _rehydrate(self, t: int) -> None:
         """The output already holds the view up to `t` (this replica restarted, was added,
@@ -497,20 +488,16 @@ class Dataflow:
         if any(p.frontiers.since > t for p in plans):
             return
         if self._incremental is not None:
-            if self._incremental.resume(t + 1):  # its checkpoint is the output's: no rebuild
-                log.info("dataflow %s: resumed its state from the checkpoint at %d", self.spec.dataflow_id, t + 1)
-                self.stats["resumed"] = 1
-                self._installed(t + 1)
-                return
-            try:
-                self._incremental.rebuild(self.engine.new_session(), [(i.name, i.columns, p.files) for i, p in
-                                                                 zip(self._inputs, plans, strict=True)],
-                                     t, self._hydration_job)
-                self._incremental.checkpoint(t + 1)
+            try:  # resumed from its checkpoint if that is the output's, else rebuilt
+                how = self._incremental.restart(
+                    self.engine.new_session, [(i.name, i.columns, p.files) for i, p in
+                                              zip(self._inputs, plans, strict=True)], t, self._hydration_job)
+                log.info("dataflow %s: state %s at %d", self.spec.dataflow_id, how, t + 1)
+                self.stats["resumed"] = int(how == "resumed")
             except Exception as e:
                 if self.engine.jvm_gone(e) or self._stop.is_set():
                     raise
-                log.info("dataflow %s: rebuilding its state at %d failed (%s)", self.spec.dataflow_id, t, e)
+                log.info("dataflow %s: restoring its state at %d failed (%s)", self.spec.dataflow_id, t, e)
                 self._incremental.stale = True
             return
         try:
@@ -530,20 +517,6 @@ class Dataflow:
             self._prev = result
         else:
             _release(result)
-
-    def _installed(self, upper: int) -> None:
-        """Run the resumed dataflow's job once over no updates: its operators are in
-        introspection (and its hydration done) at once, not at the inputs' next change."""
-        incremental = self._incremental
-        assert incremental is not None
-        try:
-            empty = [(i.name, i.columns, []) for i in self._inputs]
-            incremental.run(incremental.updates(self.engine.new_session(), empty, upper, upper), self._hydration_job)
-            incremental.checkpoint(upper)
-        except Exception as e:
-            if self.engine.jvm_gone(e) or self._stop.is_set():
-                raise
-            log.info("dataflow %s: its first job after resuming failed (%s)", self.spec.dataflow_id, e)
 
     def _data_error(self, e: Exception) -> WeirError | None:
         """The error to record as data, if `e` is one and this dataflow records errors."""
@@ -610,13 +583,10 @@ class Dataflow:
         incremental = self._incremental
         assert incremental is not None
         bound = [(inp.name, inp.columns, p.files) for inp, p in zip(self._inputs, plans, strict=True)]
+        changed = [(inp.name, inp.columns, p.changed) for inp, p in zip(self._inputs, plans, strict=True)]
         try:
-            if lower <= self.spec.as_of:
-                data = incremental.hydrate(self.engine.new_session, bound, floor, upper, self._hydration_job)
-            else:
-                changed = [(inp.name, inp.columns, p.changed) for inp, p in zip(self._inputs, plans, strict=True)]
-                data = incremental.advance(self.engine.new_session, bound, changed, lower, upper,
-                                           self._hydration_job)
+            data = incremental.interval(self.engine.new_session, bound, changed, lower, upper, floor,
+                                        hydrating=lower <= self.spec.as_of, job=self._hydration_job)
         except Exception as e:
             if self.engine.jvm_gone(e) or self._stop.is_set() or (
                     not gave_up(e) and data_error(translate(e))):

@@ -69,7 +69,9 @@ class Source(Protocol):
 
 
 class InputUpdates:
-    """The inputs' own updates, consolidated per row and time (no state)."""
+    """The inputs' own updates, consolidated per row and time (no state). Each input is read
+    in a stage of its own (its consolidation's shuffle): hydration progress knows what each
+    scan's partitions hold."""
 
     def __init__(self, inputs: Sequence[tuple[str, Sequence[Any]]]) -> None:
         self.inputs = list(inputs)
@@ -188,6 +190,35 @@ class Incremental:
         if upper > floor + 1:
             out = pa.concat_tables([out, self.run(self.updates(new_session(), inputs, floor + 1, upper))])
         return out
+
+    def interval(self, new_session: Callable[[], Any], inputs: Bound, changed: Bound, lower: int, upper: int,
+                 floor: int, hydrating: bool, job: Job) -> pa.Table:
+        """The changes of [lower, upper): a hydration from empty state at `floor`, or an advance."""
+        if hydrating:
+            return self.hydrate(new_session, inputs, floor, upper, job)
+        return self.advance(new_session, inputs, changed, lower, upper, job)
+
+    def appended(self, applied: bool, upper: int) -> None:
+        """The output holds [lower, upper) as this state computed it (`applied`; else the
+        interval had no change and the state is as it was): checkpoint it if it is current."""
+        if applied:
+            self.stale = False
+        if not self.stale:
+            self.checkpoint(upper)
+
+    def restart(self, new_session: Callable[[], Any], inputs: Bound, t: int, job: Job) -> str:
+        """The output holds the view up to `t` (a replica restarted, or was added): resume
+        from the checkpoint if it is the output's, else rebuild from the inputs at `t`.
+        A resumed state runs its job once over no updates, so its operators report (and its
+        hydration ends) at once, not at the inputs' next change."""
+        if self.resume(t + 1):
+            empty = [(name, columns, []) for name, columns, _ in inputs]
+            self.run(self.updates(new_session(), empty, t + 1, t + 1), job)
+            self.checkpoint(t + 1)
+            return "resumed"
+        self.rebuild(new_session(), inputs, t, job)
+        self.checkpoint(t + 1)
+        return "rebuilt"
 
     def advance(self, new_session: Callable[[], Any], inputs: Bound, changed: Bound, lower: int,
                 upper: int, job: Job) -> pa.Table:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from weir.compute.replica.dataflow_spec import REDUCE
-from weir.compute.replica.incremental import join
+from weir.compute.replica.incremental import join, join_shape
 from weir.compute.replica.incremental.maintained import Incremental, InputUpdates, Source
 from weir.compute.replica.incremental.reduce import Reduce
 
@@ -22,14 +22,14 @@ def build(strategy: str, dataflow_id: str, sql: str, inputs: Sequence[tuple[str,
     recomputes) and why. Its state goes under `directory`."""
     source: Source | None = None
     try:
-        if join.has_join(sql):
-            shape = join.split(sql, {name: [c[0] for c in columns] for name, columns in inputs})
+        if join_shape.has_join(sql):
+            shape = join_shape.split(sql, {name: [c[0] for c in columns] for name, columns in inputs})
             source = delta = join.DeltaJoin(shape, inputs, new_session, partitions, directory)
             sql = shape.post_sql
         elif strategy == REDUCE:
             source, delta = InputUpdates(inputs), None
         else:
-            raise join.NotJoinable("the query has no join")
+            raise join_shape.NotJoinable("the query has no join")
         if strategy == REDUCE:
             ready = source
 
