@@ -67,8 +67,8 @@ Commands (controller -> replica)
   shard's columns, renamed to ``columns``' names if given). The output shard
   has the query's columns in order. ``strategy``: ``"recompute"`` (any query),
   ``"linear"`` (filters, projections, maps, UNION ALL), ``"reduce"`` (GROUP BY with
-  count / sum over a linear query or a two-input equi-join) or ``"join"`` (an
-  inner equi-join of two inputs, then linear operators); each falls back to
+  count / sum over a linear query or an equi-join) or ``"join"`` (equi-joins,
+  inner or outer, of any number of inputs, then linear operators); each falls back to
   recompute when the query is not of its shape. ``thresholds_sql`` (optional): the view has a
   temporal filter (weir.sql.temporal); ``sql`` takes the named parameter
   ``:weir_mz_now`` (the time computed) and ``thresholds_sql``, over the same inputs,

@@ -24,11 +24,12 @@ the replica's peek threads). One step of its loop:
    (weir.compute.replica.linear) runs once over the inputs' updates in [U, T).
    "reduce": a GROUP BY of count / sum over a linear query or a join; its linear
    part runs over the updates and each group's accumulators change on the
-   executors (weir.compute.replica.incremental.reduce). "join": an inner equi-join
-   of two inputs kept as a delta join against both inputs arranged by key on the
-   executors (weir.compute.replica.incremental.join), the rest of the query linear
-   over its output. An interval an incremental strategy did not apply (recomputed,
-   lost to a different interval, a restart) rebuilds its state.
+   executors (weir.compute.replica.incremental.reduce). "join": equi-joins (inner
+   or outer) of any number of inputs kept stage by stage as delta joins against both
+   sides arranged by key on the executors (weir.compute.replica.incremental.join),
+   the rest of the query linear over its output. An interval an incremental strategy
+   did not apply (recomputed, lost to a different interval) rebuilds its state; a
+   restarted replica resumes it from its checkpoint when that is the output's.
 4. All diffs, each at its time, go into ONE compare_and_append(U -> T) with the
    replica's writer epoch; no change appends nothing but still advances the
    upper. A refused append means another replica won: the cached result is kept

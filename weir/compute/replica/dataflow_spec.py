@@ -23,7 +23,7 @@ MAINTAINS = {
     REDUCE: "each interval's updates through the query's linear part, hash-partitioned by group key; "
             "state: per group count(*) and per argument its non-NULL count and sum, as sorted runs "
             "per key partition on Spark's executors",
-    JOIN: "each interval's input updates through a delta join of two inputs, then the rest of the "
+    JOIN: "each interval's input updates through delta joins, stage by stage, then the rest of the "
           "query (filters, projections)",
     ARRANGE: "the query's updates into an arrangement in replica memory (state: the arrangement)",
 }
