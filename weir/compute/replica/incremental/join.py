@@ -229,15 +229,13 @@ def _task(directory: str, manifest: dict[str, dict[int, list[str]]], version: st
     kept = [Stage((), (), kind).keeps(i) for i in (0, 1)]
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
         from weir.compute.replica.incremental import rows as rw
+        from weir.compute.replica.incremental import runs as r
 
-        got = [b for b in batches if b.num_rows]
-        if not got:
+        given = r.task_input(batches)
+        if given is None:
             return
-        table = pa.Table.from_batches(got)
-        p = TaskContext.get().partitionId()
+        table, p = given
         side = table.column(SIDE).to_numpy()
         times = table.column(TIME).to_numpy()
         state = [[rw.read(os.path.join(directory, op, f)) for f in manifest[op].get(p, [])] for op in ops]

@@ -274,15 +274,12 @@ def _task(directory: str, manifest: dict[int, list[str]], version: str, n_keys: 
     """One key partition's task (runs on an executor)."""
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
         from weir.compute.replica.incremental import runs as r
 
-        got = [b for b in batches if b.num_rows]
-        if not got:
+        given = r.task_input(batches)
+        if given is None:
             return
-        table = pa.Table.from_batches(got)
-        p = TaskContext.get().partitionId()
+        table, p = given
         w = table.column(DIFF).to_numpy().astype(np.int64)
         deltas = [w]
         for i in range(n_args):

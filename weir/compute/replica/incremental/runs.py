@@ -162,6 +162,17 @@ def write_run(path: str, run: Run, names: Sequence[str]) -> str:
     return publish(path, table, run)
 
 
+def task_input(batches: Iterable[pa.RecordBatch]) -> tuple[pa.Table, int] | None:
+    """A key partition task's rows and its partition (Spark's partition id), None if it got
+    no rows (its partition's state stays as it is)."""
+    from pyspark import TaskContext
+
+    got = [b for b in batches if b.num_rows]
+    if not got:
+        return None
+    return pa.Table.from_batches(got), TaskContext.get().partitionId()
+
+
 def cached(path: str) -> Any:
     """The run this worker read or wrote at `path`, if it still holds it."""
     run = _CACHE.get(path)
