@@ -287,6 +287,12 @@ def test_reduce_strategy_matches_recompute_under_random_changes(env: Env) -> Non
            "WHERE k <> 7 GROUP BY g, k % 3")
     for s, out in outs.items():
         assert env.create(f"red_{s}", sql, {"weir_r": "red_in"}, out, as_of=400, strategy=s) == s
+    # a global aggregate: one row always, also while its (filtered) input is empty
+    global_cols = [("n", T.INT8, True), ("c", T.INT8, True), ("s", T.INT8, True)]
+    global_sql = "SELECT count(*) AS n, count(v) AS c, sum(v) AS s FROM weir_r WHERE k = 3 AND g = 'a'"
+    outs["g_reduce"] = env.store.create_shard("red_g_reduce", global_cols, initial_upper=400)
+    assert env.create("red_g_reduce", global_sql, {"weir_r": "red_in"}, outs["g_reduce"], as_of=400,
+                      strategy="reduce") == "reduce"
     # what it cannot keep from deltas (max) it recomputes
     mx_out = env.store.create_shard("red_max", [("g", T.TEXT, True), ("mx", T.INT8, True)], initial_upper=400)
     assert env.create("red_max", "SELECT g, max(v) AS mx FROM weir_r GROUP BY g", {"weir_r": "red_in"},
@@ -314,17 +320,30 @@ def test_reduce_strategy_matches_recompute_under_random_changes(env: Env) -> Non
                 acc[2] += v * n
         return Counter({(g, n, c, s if c else None, m): 1 for (g, m), (n, c, s) in groups.items()})
 
+    def global_query(at: int) -> Counter[Row]:
+        n = c = total = 0
+        for (k, g, v), w in inp.at(at).items():
+            if k == 3 and g == "a":
+                n += w
+                c += w if v is not None else 0
+                total += w * (v or 0)
+        return Counter({(n, c, total if c else None): 1})
+
     env.announce({"red_in": t + 5})
     logs = {s: output_log(out, wait_upper(out, t + 5)) for s, out in outs.items()}
     assert logs["reduce"] == logs["recompute"] == expected_log(query, times)
+    assert logs["g_reduce"] == expected_log(global_query, times)
+    assert any(global_query(at) == Counter({(0, 0, None): 1}) for at in times), "never empty: a weak test"
+    assert any(global_query(at) != Counter({(0, 0, None): 1}) for at in times), "always empty: a weak test"
     # still kept from deltas on both replicas (a failure of its own would have fallen back)
     deadline = time.monotonic() + 30
     while True:
-        runs = [env.ctl.replicas[r].last_status.get("dataflows", {}).get("red_reduce", {}) for r in ("r1", "r2")]
+        runs = [env.ctl.replicas[r].last_status.get("dataflows", {}).get(d, {}) for r in ("r1", "r2")
+                for d in ("red_reduce", "red_g_reduce")]
         if all(s.get("write_frontier") == t + 5 for s in runs) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert [s.get("strategy") for s in runs] == ["reduce", "reduce"], runs
+    assert [s.get("strategy") for s in runs] == ["reduce"] * 4, runs
     for s in outs:
         env.drop(f"red_{s}")
 

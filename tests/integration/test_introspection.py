@@ -214,6 +214,16 @@ def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
             "EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR MATERIALIZED VIEW intro_ops_red"))
         assert pinned.startswith("Strategy on replica r1: reduce: ") and "MapInArrow" in pinned, pinned
         c.execute("DROP MATERIALIZED VIEW intro_ops_red")
+        # a global aggregate too, with its row while its input is empty
+        c.execute("CREATE MATERIALIZED VIEW intro_ops_total AS SELECT count(*), sum(v) FROM intro_ops WHERE k = 99")
+        total = "\n".join(r[0] for r in c.execute("EXPLAIN PHYSICAL PLAN FOR MATERIALIZED VIEW intro_ops_total"))
+        assert total.startswith("Strategy on replica r1: reduce: "), total
+        assert c.execute("SELECT * FROM intro_ops_total").fetchall() == [(0, None)]
+        c.execute("INSERT INTO intro_ops VALUES (99, 5), (99, NULL)")
+        assert c.execute("SELECT * FROM intro_ops_total").fetchall() == [(2, 5)]
+        c.execute("DELETE FROM intro_ops WHERE k = 99")
+        assert c.execute("SELECT * FROM intro_ops_total").fetchall() == [(0, None)]
+        c.execute("DROP MATERIALIZED VIEW intro_ops_total")
         # a join + aggregate: kept as a delta join under the reduce; both stateful operators
         # (the join's arrangements of both inputs, the groups) report their state per partition
         c.execute("CREATE TABLE intro_dim (k int, name text)")

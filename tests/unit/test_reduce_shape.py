@@ -18,8 +18,16 @@ def test_keys_and_aggregates_in_any_order() -> None:
                          "FROM weir_u1 AS `t` WHERE v IS DISTINCT FROM 7")
 
 
+def test_a_global_aggregate_is_one_group_of_a_constant_key() -> None:
+    s = shape("SELECT COUNT(*) AS n, SUM(v) AS s FROM weir_u1 AS `t` WHERE k = 3")
+    assert (s.keys, s.arguments, s.is_global) == (1, 1, True)
+    assert s.outputs == (Output("count", None), Output("sum", 0))
+    assert s.pre_sql == "SELECT TRUE AS __k0, v AS __a0 FROM weir_u1 AS `t` WHERE k = 3"
+    assert not shape("SELECT g, COUNT(*) AS n FROM t GROUP BY g").is_global
+
+
 @pytest.mark.parametrize("sql", [
-    "SELECT COUNT(*) AS n FROM t",  # a global aggregate has a row for an empty input
+    "SELECT 1 AS one, COUNT(*) AS n FROM t",  # a constant beside a global aggregate
     "SELECT g, MAX(v) AS m FROM t GROUP BY g",
     "SELECT g, COUNT(DISTINCT v) AS n FROM t GROUP BY g",
     "SELECT g, SUM(v) + 1 AS s FROM t GROUP BY g",

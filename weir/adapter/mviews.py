@@ -44,15 +44,24 @@ def is_linear(q: exp.Expression) -> bool:
 
 
 def grouped(q: exp.Expression) -> bool:
-    """A GROUP BY: the replica maintains it from deltas if its aggregates allow (count, sum
-    of integers over its inputs or over a join of two: weir.compute.replica.incremental),
-    else recomputes."""
-    return isinstance(q, exp.Select) and bool(q.args.get("group"))
+    """A GROUP BY, or a global aggregate: the replica maintains it from deltas if its
+    aggregates allow (count, and sums of integers and decimals, over its inputs or over
+    their equi-joins: weir.compute.replica.incremental.reduce), else recomputes."""
+    if not isinstance(q, exp.Select):
+        return False
+    return bool(q.args.get("group")) or any(_aggregates(e) for e in q.expressions)
+
+
+def _aggregates(e: exp.Expression) -> bool:
+    """An aggregate of this SELECT's own (not a window's, nor inside a subquery)."""
+    if isinstance(e, (exp.Window, exp.Subquery, exp.Select)):
+        return False
+    return isinstance(e, exp.AggFunc) or any(_aggregates(c) for c in e.iter_expressions())
 
 
 def joined(q: exp.Expression) -> bool:
-    """A join: the replica keeps an inner equi-join of two inputs from deltas (a delta join:
-    weir.compute.replica.incremental.join), else recomputes."""
+    """A join: the replica keeps equi-joins of any number of inputs, inner and outer, from
+    deltas (a delta join: weir.compute.replica.incremental.join), else recomputes."""
     return isinstance(q, exp.Select) and bool(q.args.get("joins"))
 
 

@@ -11,8 +11,10 @@ collision is detected, never summed. The task emits each touched group's accumul
 before and after each time; the driver turns them into the view's -old / +new rows. One
 Spark job per interval; its work follows the change and the groups it touches.
 
-Anything else (HAVING, DISTINCT, min / max, a global aggregate, float sums, keys of
-nested or floating types ...) raises NotReducible and the dataflow recomputes. A sum that
+A global aggregate (no GROUP BY) is one group of a constant key whose row never vanishes:
+while its input is empty it is count 0 and NULL sums, as SQL has it. Anything else
+(HAVING, DISTINCT, min / max, float sums, keys of nested or floating types ...) raises
+NotReducible and the dataflow recomputes. A sum that
 could leave 64 bits raises Overflow: the dataflow falls back to recomputing.
 """
 
@@ -66,6 +68,7 @@ class Shape:
     arguments: int
     outputs: tuple[Output, ...]
     pre_sql: str  # SELECT __k0.., __a0.. FROM ... WHERE ... (Spark SQL)
+    is_global: bool = False  # no GROUP BY: one group (key TRUE) with a row even when empty
 
 
 def shape(sql: str) -> Shape:
@@ -79,12 +82,12 @@ def shape(sql: str) -> Shape:
         if key not in _SELECT_ARGS and value not in (None, [], False):
             raise NotReducible(f"SELECT with {key}")
     group = tree.args.get("group")
-    if group is None or not group.expressions:
-        raise NotReducible("no GROUP BY (a global aggregate has a row when its input is empty)")
-    for key in ("rollup", "cube", "grouping_sets", "totals", "all"):
-        if group.args.get(key):
-            raise NotReducible(f"GROUP BY {key}")
-    keys = list(group.expressions)
+    is_global = group is None or not group.expressions
+    if group is not None:
+        for key in ("rollup", "cube", "grouping_sets", "totals", "all"):
+            if group.args.get(key):
+                raise NotReducible(f"GROUP BY {key}")
+    keys: list[exp.Expression] = [exp.true()] if is_global else list(group.expressions)
     arguments: list[exp.Expression] = []
     outputs: list[Output] = []
     for item in tree.expressions:
@@ -98,7 +101,7 @@ def shape(sql: str) -> Shape:
         elif isinstance(e, exp.Sum) and not isinstance(e.this, exp.Distinct):
             arguments.append(e.this)
             outputs.append(Output("sum", len(arguments) - 1))
-        elif any(e == k for k in keys):
+        elif not is_global and any(e == k for k in keys):
             outputs.append(Output("key", next(i for i, k in enumerate(keys) if e == k)))
         else:
             raise NotReducible(f"{e.sql(dialect='spark')[:60]} is neither a group key nor count / sum")
@@ -111,7 +114,7 @@ def shape(sql: str) -> Shape:
     pre.set("from_", tree.args["from_"].copy())
     if tree.args.get("where") is not None:
         pre.set("where", tree.args["where"].copy())
-    return Shape(len(keys), len(arguments), tuple(outputs), pre.sql(dialect="spark"))
+    return Shape(len(keys), len(arguments), tuple(outputs), pre.sql(dialect="spark"), is_global)
 
 
 _KEY_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "StringType", "BooleanType",
@@ -240,13 +243,28 @@ class Reduce(Incremental):
                      self.shape.keys, self.shape.arguments, self.width)
         return hashed.repartition(self.partitions, HASH).mapInArrow(task, out_schema)
 
+    def hydrate(self, new_session: Callable[[], Any], inputs: Any, floor: int, upper: int,
+                job: Job) -> pa.Table:
+        """A global aggregate's row exists before any input does: its empty row at `floor`,
+        or, when the snapshot touched the group, its step's retraction of that row dropped."""
+        out = super().hydrate(new_session, inputs, floor, upper, job)
+        if not self.shape.is_global:
+            return out
+        retracts = pc.and_(pc.equal(out.column(io.TIME), floor), pc.equal(out.column(io.N), -1)).to_pylist()
+        if True in retracts:
+            return out.filter(pa.array([i != retracts.index(True) for i in range(out.num_rows)]))
+        zeros = {f"{p}{i}": pa.array([0], pa.int64()) for p in ("__b", "__e") for i in range(self.width)}
+        empty = self._changes(pa.table({TIME: pa.array([floor], pa.int64()), **zeros}))
+        return pa.concat_tables([empty.filter(pc.equal(empty.column(io.N), 1)).cast(out.schema), out])
+
     def _changes(self, steps: pa.Table) -> pa.Table:
-        """Each touched group's -old (if it had rows) and +new (if it has rows)."""
+        """Each touched group's -old (if it had rows, or is a global aggregate's) and +new
+        (likewise)."""
         from pyspark.sql.pandas.types import to_arrow_type
 
         parts = []
         for prefix, sign in (("__b", -1), ("__e", 1)):
-            live = steps.filter(pc.greater(steps.column(f"{prefix}0"), 0))
+            live = steps if self.shape.is_global else steps.filter(pc.greater(steps.column(f"{prefix}0"), 0))
             cols = []
             for out, f in zip(self.shape.outputs, self.schema.fields, strict=True):
                 target = to_arrow_type(f.dataType)
