@@ -224,6 +224,11 @@ def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
         c.execute("DELETE FROM intro_ops WHERE k = 99")
         assert c.execute("SELECT * FROM intro_ops_total").fetchall() == [(0, None)]
         c.execute("DROP MATERIALIZED VIEW intro_ops_total")
+        c.execute("CREATE MATERIALIZED VIEW intro_ops_keys AS SELECT DISTINCT k FROM intro_ops WHERE v > 495")
+        keys = "\n".join(r[0] for r in c.execute("EXPLAIN PHYSICAL PLAN FOR MATERIALIZED VIEW intro_ops_keys"))
+        assert keys.startswith("Strategy on replica r1: reduce: "), keys
+        assert sorted(c.execute("SELECT * FROM intro_ops_keys").fetchall()) == [(0,), (1,), (2,), (3,), (6,)]
+        c.execute("DROP MATERIALIZED VIEW intro_ops_keys")
         # a join + aggregate: kept as a delta join under the reduce; both stateful operators
         # (the join's arrangements of both inputs, the groups) report their state per partition
         c.execute("CREATE TABLE intro_dim (k int, name text)")

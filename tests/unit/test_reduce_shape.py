@@ -26,13 +26,22 @@ def test_a_global_aggregate_is_one_group_of_a_constant_key() -> None:
     assert not shape("SELECT g, COUNT(*) AS n FROM t GROUP BY g").is_global
 
 
+def test_distinct_is_a_group_by_of_its_select_list() -> None:
+    s = shape("SELECT DISTINCT g AS x, k % 3 FROM weir_u1 AS `t` WHERE v > 1")
+    assert (s.keys, s.arguments, s.is_global) == (2, 0, False)
+    assert s.outputs == (Output("key", 0), Output("key", 1))
+    assert s.pre_sql == "SELECT g AS __k0, k % 3 AS __k1 FROM weir_u1 AS `t` WHERE v > 1"
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT 1 AS one, COUNT(*) AS n FROM t",  # a constant beside a global aggregate
+    "SELECT DISTINCT g, COUNT(*) AS n FROM t GROUP BY g",
+    "SELECT DISTINCT COUNT(*) AS n FROM t",
+    "SELECT DISTINCT * FROM t",
     "SELECT g, MAX(v) AS m FROM t GROUP BY g",
     "SELECT g, COUNT(DISTINCT v) AS n FROM t GROUP BY g",
     "SELECT g, SUM(v) + 1 AS s FROM t GROUP BY g",
     "SELECT g, COUNT(*) AS n FROM t GROUP BY g HAVING COUNT(*) > 1",
-    "SELECT DISTINCT g, COUNT(*) AS n FROM t GROUP BY g",
     "SELECT g, COUNT(*) AS n FROM t GROUP BY g LIMIT 3",
     "SELECT v, COUNT(*) AS n FROM t GROUP BY g",  # v is not a key
     "SELECT g, COUNT(*) AS n FROM t GROUP BY ROLLUP (g)",

@@ -44,12 +44,14 @@ def is_linear(q: exp.Expression) -> bool:
 
 
 def grouped(q: exp.Expression) -> bool:
-    """A GROUP BY, or a global aggregate: the replica maintains it from deltas if its
-    aggregates allow (count, and sums of integers and decimals, over its inputs or over
-    their equi-joins: weir.compute.replica.incremental.reduce), else recomputes."""
+    """A GROUP BY, a global aggregate or a SELECT DISTINCT: the replica maintains it from
+    deltas if its aggregates allow (count, and sums of integers and decimals, over its
+    inputs or over their equi-joins: weir.compute.replica.incremental.reduce), else
+    recomputes."""
     if not isinstance(q, exp.Select):
         return False
-    return bool(q.args.get("group")) or any(_aggregates(e) for e in q.expressions)
+    return (bool(q.args.get("group")) or bool(q.args.get("distinct"))
+            or any(_aggregates(e) for e in q.expressions))
 
 
 def _aggregates(e: exp.Expression) -> bool:

@@ -11,11 +11,12 @@ collision is detected, never summed. The task emits each touched group's accumul
 before and after each time; the driver turns them into the view's -old / +new rows. One
 Spark job per interval; its work follows the change and the groups it touches.
 
-A global aggregate (no GROUP BY) is one group of a constant key whose row never vanishes:
-while its input is empty it is count 0 and NULL sums, as SQL has it. Anything else
-(HAVING, DISTINCT, min / max, float sums, keys of nested or floating types ...) raises
-NotReducible and the dataflow recomputes. A sum that
-could leave 64 bits raises Overflow: the dataflow falls back to recomputing.
+SELECT DISTINCT is a GROUP BY of its select list. A global aggregate (no GROUP BY) is
+one group of a constant key whose row never vanishes: while its input is empty it is
+count 0 and NULL sums, as SQL has it. Anything else (HAVING, DISTINCT ON, min / max,
+float sums, keys of nested or floating types ...) raises NotReducible and the dataflow
+recomputes. A sum that could leave 64 bits raises Overflow: the dataflow falls back to
+recomputing.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from weir.compute.replica.linear import DIFF, TIME, NotLinear, linear_rewrite
 
 HASH, PART, RUNS = "__weir_h", "__weir_part", "__weir_runs"
 LIMIT = 2.0 ** 62  # accumulators past this could overflow 64 bits: recompute instead
-_SELECT_ARGS = frozenset({"expressions", "from_", "where", "group", "order"})
+_SELECT_ARGS = frozenset({"expressions", "from_", "where", "group", "order", "distinct"})
 
 
 class NotReducible(Exception):  # noqa: N818 - a reason, not a failure
@@ -82,16 +83,23 @@ def shape(sql: str) -> Shape:
         if key not in _SELECT_ARGS and value not in (None, [], False):
             raise NotReducible(f"SELECT with {key}")
     group = tree.args.get("group")
-    is_global = group is None or not group.expressions
     if group is not None:
         for key in ("rollup", "cube", "grouping_sets", "totals", "all"):
             if group.args.get(key):
                 raise NotReducible(f"GROUP BY {key}")
+    items = [item.this if isinstance(item, exp.Alias) else item for item in tree.expressions]
+    distinct = tree.args.get("distinct")
+    if distinct is not None:  # SELECT DISTINCT x, y: GROUP BY x, y
+        if distinct.args.get("on") is not None or group is not None:
+            raise NotReducible("DISTINCT ON, or DISTINCT with GROUP BY")
+        if any(isinstance(n, (exp.AggFunc, exp.Star)) for e in items for n in e.walk()):
+            raise NotReducible("DISTINCT over aggregates or *")
+        group = exp.Group(expressions=[e.copy() for e in items])
+    is_global = group is None or not group.expressions
     keys: list[exp.Expression] = [exp.true()] if is_global else list(group.expressions)
     arguments: list[exp.Expression] = []
     outputs: list[Output] = []
-    for item in tree.expressions:
-        e = item.this if isinstance(item, exp.Alias) else item
+    for e in items:
         if isinstance(e, exp.Count) and not isinstance(e.this, exp.Distinct):
             if e.this is None or isinstance(e.this, exp.Star):
                 outputs.append(Output("count", None))
