@@ -426,7 +426,8 @@ class Dataflow:
             try:
                 if self._linear_sql is not None and lower > self.spec.as_of and since < lower and not erring:
                     updates = self._apply_linear(plans, lower, upper)
-                elif self._incremental is not None and (lower <= self.spec.as_of or since < lower) and not erring:
+                elif self._incremental is not None and not erring and (
+                        since < lower if lower > self.spec.as_of else self._output_empty(lower)):
                     updates, result = self._apply_incremental(plans, ordered, lower, upper, floor)
                 else:
                     updates, result = self._recompute(plans, ordered, lower)
@@ -599,6 +600,13 @@ class Dataflow:
             self.why_recompute = f"the {self.spec.strategy} strategy gave up: {str(e).splitlines()[0][:200]}"
             return self._recompute(plans, times, lower)
         return io.output_updates(data, self._out.columns), None
+
+    def _output_empty(self, lower: int) -> bool:
+        """Nothing written before `lower`: a strategy may hydrate from empty state. Else the
+        output holds an older state of the view (a restart whose inputs were compacted past
+        the output's upper chose a later as_of): recompute diffs the view against it, and the
+        strategy rebuilds its state from the next interval on."""
+        return not self._out_plans.plan(lower).files
 
     def _prev_at(self, lower: int) -> Any:
         """The output's contents at lower - 1 (cached; read from the shard when unknown)."""

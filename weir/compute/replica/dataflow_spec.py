@@ -21,7 +21,7 @@ MAINTAINS = {
                "(state: that result, cached on the executors)",
     LINEAR: "each interval's input updates through the query (filters, projections, UNION ALL); no state",
     REDUCE: "each interval's updates through the query's linear part, hash-partitioned by group key "
-            "(a global aggregate: one group); "
+            "(a global aggregate is one group); "
             "state: per group count(*) and per argument its non-NULL count and sum, as sorted runs "
             "per key partition on Spark's executors",
     JOIN: "each interval's input updates through delta joins, stage by stage, then the rest of the "
