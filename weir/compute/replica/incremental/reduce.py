@@ -260,7 +260,8 @@ class Reduce(Incremental):
             return out
         retracts = pc.and_(pc.equal(out.column(io.TIME), floor), pc.equal(out.column(io.N), -1)).to_pylist()
         if True in retracts:
-            return out.filter(pa.array([i != retracts.index(True) for i in range(out.num_rows)]))
+            first = retracts.index(True)
+            return out.filter(pa.array([i != first for i in range(out.num_rows)]))
         zeros = {f"{p}{i}": pa.array([0], pa.int64()) for p in ("__b", "__e") for i in range(self.width)}
         empty = self._changes(pa.table({TIME: pa.array([floor], pa.int64()), **zeros}))
         return pa.concat_tables([empty.filter(pc.equal(empty.column(io.N), 1)).cast(out.schema), out])
