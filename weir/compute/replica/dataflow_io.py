@@ -72,6 +72,7 @@ class Planner:
         self._snapshot: int | None = None
         self._files: list[_File] = []
         self._times: dict[str, frozenset[int]] = {}  # files hold immutable data
+        self._by_manifest: dict[str, list[_File]] = {}  # manifest path -> its live data files
 
     def plan(self, upper: int, lower: int | None = None) -> Plan:
         """Refresh the shard; its files with updates before `upper` and, if `lower` is
@@ -82,13 +83,7 @@ class Planner:
         snap = table.current_snapshot()
         sid = None if snap is None else snap.snapshot_id
         if sid != self._snapshot or snap is None:
-            self._files = []
-            if snap is not None:
-                tid = table.schema().find_field(TIME_COL).field_id
-                for task in table.scan(snapshot_id=sid).plan_files():
-                    df = task.file
-                    self._files.append(_File(local_path(df.file_path), _bound(df.lower_bounds, tid),
-                                             _bound(df.upper_bounds, tid), int(df.record_count)))
+            self._files = [] if snap is None else self._live_files(table, snap)
             self._snapshot = sid
             live = {x.path for x in self._files}
             self._times = {k: v for k, v in self._times.items() if k in live}
@@ -110,6 +105,32 @@ class Planner:
                 times = self._times[x.path] = frozenset(pc.unique(col).to_pylist())
             plan.times.update(t for t in times if lower <= t < upper)
         return plan
+
+    def _live_files(self, table: Any, snap: Any) -> list[_File]:
+        """The snapshot's data files, reading only the manifests not read before: a fast
+        append adds one manifest per commit, so planning the whole table at each new
+        snapshot would cost the input's commit history, not its change. Manifests are
+        immutable files, so their entries are cached by path."""
+        from pyiceberg.manifest import ManifestContent
+
+        tid = table.schema().find_field(TIME_COL).field_id
+        manifests = snap.manifests(table.io)
+        if any(m.content != ManifestContent.DATA for m in manifests):  # deletes: pyiceberg plans
+            self._by_manifest = {}
+            return [self._file(task.file, tid) for task in table.scan(snapshot_id=snap.snapshot_id).plan_files()]
+        cached = self._by_manifest
+        self._by_manifest = {}
+        for m in manifests:
+            files = cached.get(m.manifest_path)
+            if files is None:
+                files = [self._file(e.data_file, tid) for e in m.fetch_manifest_entry(table.io, discard_deleted=True)]
+            self._by_manifest[m.manifest_path] = files
+        return [f for files in self._by_manifest.values() for f in files]
+
+    @staticmethod
+    def _file(df: Any, tid: int) -> _File:
+        return _File(local_path(df.file_path), _bound(df.lower_bounds, tid), _bound(df.upper_bounds, tid),
+                     int(df.record_count))
 
     def record_counts(self) -> dict[str, int]:
         """Rows per data file of the snapshot last planned (Iceberg's file statistics)."""
