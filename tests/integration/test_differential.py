@@ -162,7 +162,7 @@ def test_differential_plain_tables(peers: Peers) -> None:
 def test_differential_soak(peers: Peers) -> None:
     """A longer run on other seeds, with more materialized views (CI runs it; the whole
     suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
-    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "420"))
+    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "240"))
     report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=1000,
                   budget=budget, index_batches=None, own_views=12)
     _check(report)

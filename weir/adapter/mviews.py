@@ -43,15 +43,18 @@ def is_linear(q: exp.Expression) -> bool:
     return froms is not None and isinstance(froms.this, exp.Table)
 
 
-def grouped(q: exp.Expression) -> bool:
-    """A GROUP BY, a global aggregate or a SELECT DISTINCT: the replica maintains it from
-    deltas if its aggregates allow (count, and sums of integers and decimals, over its
-    inputs or over their equi-joins: weir.compute.replica.incremental.reduce), else
-    recomputes."""
+GLOBAL_AGGREGATES_VAR = "enable_incremental_global_aggregates"
+
+
+def grouped(q: exp.Expression, global_aggregates: bool = False) -> bool:
+    """A GROUP BY (or, with `global_aggregates`, a global aggregate or a SELECT DISTINCT):
+    the replica maintains it from deltas if its aggregates allow (count, and sums of
+    integers and decimals, over its inputs or over their equi-joins:
+    weir.compute.replica.incremental.reduce), else recomputes."""
     if not isinstance(q, exp.Select):
         return False
-    return (bool(q.args.get("group")) or bool(q.args.get("distinct"))
-            or any(_aggregates(e) for e in q.expressions))
+    return bool(q.args.get("group")) or global_aggregates and (
+        bool(q.args.get("distinct")) or any(_aggregates(e) for e in q.expressions))
 
 
 def _aggregates(e: exp.Expression) -> bool:
@@ -143,7 +146,8 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         definition["thresholds_sql"] = dataflow_sql(session, planning.plan(session, thresholds))
         strategy = "recompute"
     else:
-        strategy = ("linear" if is_linear(qualified) else "reduce" if grouped(qualified)
+        global_aggregates = session.get_var(GLOBAL_AGGREGATES_VAR) == "on"
+        strategy = ("linear" if is_linear(qualified) else "reduce" if grouped(qualified, global_aggregates)
                     else "join" if joined(qualified) else "recompute")
     definition["strategy"] = strategy
     as_of = query.choose_timestamp(session, inputs, for_write=True)

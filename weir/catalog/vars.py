@@ -338,6 +338,10 @@ VARS: tuple[VarDef, ...] = (
     VarDef("enable_system_reads_in_process", "bool", "on", "Whether a query that reads only "
            "system relations runs in the coordinator's process (DuckDB over the collections' "
            "contents) instead of as a Spark job on a replica; the answer is the same."),
+    VarDef("enable_incremental_global_aggregates", "bool", "off", "Whether a materialized "
+           "view of a global aggregate (no GROUP BY) or a SELECT DISTINCT is kept from deltas "
+           "by the reduce strategy (off: recomputed). Off by default: such views are mostly "
+           "small, and on small inputs an interval of reduce costs several times a recompute's."),
     VarDef("emit_timestamp_notice", "bool", "off", "Whether to send a notice with the "
            "timestamp chosen for each query."),
     VarDef("max_connections", "int", "5000", "The maximum number of concurrent client "
