@@ -69,30 +69,83 @@ def select_as_postgres(both: Both, sql: str, binary: bool = False) -> None:
         assert normalized(cw.fetchall()) == normalized(cp.fetchall())
 
 
-def materialized_view_as_postgres(both: Both, name: str, sql: str, change: tuple[str, str] | None = None) -> None:
-    """`sql` as weir's materialized view `name`: its contents equal PostgreSQL's SELECT, and
-    again after `change` (a statement run on both, then its undoing)."""
+def _differences(both: Both, queries: list[tuple[str, str]], when: str) -> list[str]:
+    """For each (weir relation, PostgreSQL query): a line if weir's contents differ."""
     w, p = both
-    w.execute(f"CREATE MATERIALIZED VIEW {name} AS {sql}")
+    out = []
+    for name, sql in queries:
+        try:
+            got: Any = normalized(w.execute(f"SELECT * FROM {name}").fetchall())
+        except psycopg.Error as e:
+            got = f"error {e.sqlstate}: {e}"
+        want = normalized(p.execute(sql).fetchall())
+        if got != want:
+            out.append(f"{name} {when}: {sql}\n    weir:       {got}\n    PostgreSQL: {want}")
+    return out
+
+
+def _create_all(w: psycopg.Connection, statements: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """Run each (name, CREATE statement); the names created and a line per refusal."""
+    created, refused = [], []
+    for name, sql in statements:
+        try:
+            w.execute(sql)
+            created.append(name)
+        except psycopg.Error as e:
+            refused.append(f"{name}: {sql}\n    refused: {e.sqlstate}: {e}")
+    return created, refused
+
+
+BATCH = 8  # views that exist at once: each idle view still costs its replica a commit a second
+
+
+def materialized_views_as_postgres(both: Both, prefix: str, queries: list[str],
+                                   change: tuple[str, str] | None = None) -> None:
+    """Each query as weir's materialized view `prefix`N: its contents equal PostgreSQL's
+    SELECT, and again after `change` (a statement run on both, then its undoing). BATCH
+    views exist at once, so a batch waits for hydration once, not once per query; every
+    difference is reported, by view."""
+    bad: list[str] = []
+    for first in range(0, len(queries), BATCH):
+        bad += _materialized_batch(both, prefix, list(enumerate(queries))[first:first + BATCH], change)
+    assert not bad, f"{len(bad)} of {len(queries)} materialized views differ:\n" + "\n".join(bad)
+
+
+def _materialized_batch(both: Both, prefix: str, queries: list[tuple[int, str]],
+                        change: tuple[str, str] | None) -> list[str]:
+    w, p = both
+    created, bad = _create_all(w, [(f"{prefix}{n}", f"CREATE MATERIALIZED VIEW {prefix}{n} AS {q}") for n, q in queries])
     try:
-        assert normalized(w.execute(f"SELECT * FROM {name}").fetchall()) == normalized(p.execute(sql).fetchall())
+        pairs = [(f"{prefix}{n}", q) for n, q in queries if f"{prefix}{n}" in created]
+        bad += _differences(both, pairs, "as created")
         if change is not None:
             for conn in both:
                 conn.execute(change[0])
-            assert normalized(w.execute(f"SELECT * FROM {name}").fetchall()) == normalized(p.execute(sql).fetchall())
+            bad += _differences(both, pairs, f"after {change[0]}")
     finally:
-        w.execute(f"DROP MATERIALIZED VIEW IF EXISTS {name}")
+        for name in created:
+            w.execute(f"DROP MATERIALIZED VIEW IF EXISTS {name}")
         if change is not None:
             for conn in both:
                 conn.execute(change[1])
+    return bad
 
 
-def indexed_view_as_postgres(both: Both, name: str, sql: str) -> None:
-    """`sql` as weir's view `name` with a default index: read from the index, PostgreSQL's rows."""
-    w, p = both
-    w.execute(f"CREATE VIEW {name} AS {sql}")
-    try:
-        w.execute(f"CREATE DEFAULT INDEX ON {name}")
-        assert normalized(w.execute(f"SELECT * FROM {name}").fetchall()) == normalized(p.execute(sql).fetchall())
-    finally:
-        w.execute(f"DROP VIEW IF EXISTS {name} CASCADE")
+def indexed_views_as_postgres(both: Both, prefix: str, queries: list[str]) -> None:
+    """Each query as weir's view `prefix`N with a default index: read from the index,
+    PostgreSQL's rows. BATCH indexes exist at once (one hydration wait per batch)."""
+    w, _ = both
+    bad: list[str] = []
+    for first in range(0, len(queries), BATCH):
+        batch = list(enumerate(queries))[first:first + BATCH]
+        views, refused = _create_all(w, [(f"{prefix}{n}", f"CREATE VIEW {prefix}{n} AS {q}") for n, q in batch])
+        bad += refused
+        try:
+            indexed, refused = _create_all(w, [(v, f"CREATE DEFAULT INDEX ON {v}") for v in views])
+            bad += refused
+            bad += _differences(both, [(f"{prefix}{n}", q) for n, q in batch if f"{prefix}{n}" in indexed],
+                                "from its index")
+        finally:
+            for v in views:
+                w.execute(f"DROP VIEW IF EXISTS {v} CASCADE")
+    assert not bad, f"{len(bad)} of {len(queries)} indexed views differ:\n" + "\n".join(bad)

@@ -12,8 +12,8 @@ import pytest
 
 from tests.integration.both_servers import (
     errors,
-    indexed_view_as_postgres,
-    materialized_view_as_postgres,
+    indexed_views_as_postgres,
+    materialized_views_as_postgres,
     paired,
     select_as_postgres,
 )
@@ -80,15 +80,13 @@ def test_select_same_as_postgres(both, sql: str, binary: bool) -> None:  # noqa:
     select_as_postgres(both, sql, binary)
 
 
-@pytest.mark.parametrize("n", range(len(QUERIES)))
-def test_materialized_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    materialized_view_as_postgres(both, f"al_mv{n}", QUERIES[n], change=(
+def test_materialized_views_as_postgres(both) -> None:  # noqa: ANN001
+    materialized_views_as_postgres(both, "al_mv", QUERIES, change=(
         "INSERT INTO al VALUES (5, '{1,3}', '{x}')", "DELETE FROM al WHERE id = 5"))
 
 
-@pytest.mark.parametrize("n", range(len(QUERIES)))
-def test_indexed_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    indexed_view_as_postgres(both, f"al_v{n}", QUERIES[n])
+def test_indexed_views_as_postgres(both) -> None:  # noqa: ANN001
+    indexed_views_as_postgres(both, "al_v", QUERIES)
 
 
 @pytest.mark.parametrize("sql", ERRORS_AS_POSTGRES)

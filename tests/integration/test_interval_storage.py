@@ -13,8 +13,8 @@ import psycopg
 import pytest
 
 from tests.integration.both_servers import (
-    indexed_view_as_postgres,
-    materialized_view_as_postgres,
+    indexed_views_as_postgres,
+    materialized_views_as_postgres,
     paired,
     select_as_postgres,
 )
@@ -141,15 +141,13 @@ def test_group_keeps_one_of_equal_spans(both) -> None:  # noqa: ANN001
     assert len(rows) == 1 and rows[0][1] == 3 and rows[0][0] in ("1 mon", "30 days", "720:00:00")
 
 
-@pytest.mark.parametrize("n", range(len(QUERIES)))
-def test_materialized_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    materialized_view_as_postgres(both, f"iv_mv{n}", QUERIES[n], change=(
+def test_materialized_views_as_postgres(both) -> None:  # noqa: ANN001
+    materialized_views_as_postgres(both, "iv_mv", QUERIES, change=(
         "INSERT INTO iv VALUES (11, INTERVAL '3 mons 00:00:01')", "DELETE FROM iv WHERE id = 11"))
 
 
-@pytest.mark.parametrize("n", range(len(QUERIES)))
-def test_indexed_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    indexed_view_as_postgres(both, f"iv_v{n}", QUERIES[n])
+def test_indexed_views_as_postgres(both) -> None:  # noqa: ANN001
+    indexed_views_as_postgres(both, "iv_v", QUERIES)
 
 
 @pytest.mark.parametrize("where", ["i = INTERVAL '1 mon'", "i = '720 hours'", "i > INTERVAL '1 mon' OR i IS NULL"])

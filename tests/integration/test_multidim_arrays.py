@@ -13,8 +13,8 @@ import pytest
 
 from tests.integration.both_servers import (
     errors,
-    indexed_view_as_postgres,
-    materialized_view_as_postgres,
+    indexed_views_as_postgres,
+    materialized_views_as_postgres,
     normalized,
     paired,
     select_as_postgres,
@@ -137,15 +137,13 @@ def test_table_columns_hold_one_dimension(both) -> None:  # noqa: ANN001
             conn.execute("DROP TABLE IF EXISTS mt")
 
 
-@pytest.mark.parametrize("n", range(len(QUERIES)))
-def test_materialized_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    materialized_view_as_postgres(both, f"md_mv{n}", QUERIES[n], change=(
+def test_materialized_views_as_postgres(both) -> None:  # noqa: ANN001
+    materialized_views_as_postgres(both, "md_mv", QUERIES, change=(
         "INSERT INTO ma VALUES (5, '{10,11}', '{12,13}', 7, 8, '{p,q}', '{r,s}')", "DELETE FROM ma WHERE id = 5"))
 
 
-@pytest.mark.parametrize("n", range(len(QUERIES)))
-def test_indexed_view_as_postgres(both, n: int) -> None:  # noqa: ANN001
-    indexed_view_as_postgres(both, f"md_v{n}", QUERIES[n])
+def test_indexed_views_as_postgres(both) -> None:  # noqa: ANN001
+    indexed_views_as_postgres(both, "md_v", QUERIES)
 
 
 def test_materialized_view_read_by_a_query(both) -> None:  # noqa: ANN001

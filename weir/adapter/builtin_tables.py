@@ -39,7 +39,7 @@ class BuiltinWriter:
         self._generation = -1  # the catalog generation the builtin relations show
         self._generation_seq = 0  # the change that brought them to it
         self._queued: dict[str, collections.Counter[Row]] = {}  # changes not yet appended
-        self._urgent = False  # a DDL waits for the queued changes: append without delay
+        self._urgent = False  # a DDL queued changes: append without delay
         self._flush_task: asyncio.Task[None] | None = None
         self._seq = 0  # changes queued so far
         self._done = 0  # of those, how many are appended (or failed)
@@ -60,12 +60,15 @@ class BuiltinWriter:
                 stored = list(zip(zip(*cols_py, strict=True), diffs, strict=True))
             self.contents.load(b, stored)
         self._generation = -1
-        await self.catalog_changed()
+        await self.catalog_changed(wait=True)
 
-    async def catalog_changed(self) -> None:
-        """Bring every builtin relation up to date with the catalog; returns once that is
-        appended (an error if the append failed). A pass over a snapshot at least as new
-        as the catalog was when a caller changed it covers that caller."""
+    async def catalog_changed(self, wait: bool = False) -> None:
+        """Bring every builtin relation up to date with the catalog. A DDL does not wait for
+        the append (it took half a second of every DDL): a read of a builtin relation waits
+        for what was queued before it (`writes_settled`), and after a crash the relations
+        are recomputed from the catalog. `wait`: return once appended (an error if the
+        append failed). A pass over a snapshot at least as new as the catalog was when a
+        caller changed it covers that caller."""
         wanted = self.coord.catalog.generation
         async with self._lock:
             settled = not self.coord.catalog.in_transaction  # inside one, the snapshot has uncommitted changes
@@ -78,7 +81,8 @@ class BuiltinWriter:
                     self._generation, self._generation_seq = snapshot.generation, target
                 self._urgent = True
                 self._start_flush()
-        await self._appended(target)
+        if wait:
+            await self._appended(target)
 
     async def replace_item_rows(self, builtin: BuiltinTable, rows: dict[str, list[Row]]) -> None:
         """Set some items' rows of one builtin relation, without a catalog snapshot (a batch

@@ -113,6 +113,7 @@ async def create(session: Session, stmt: st.CreateIndex) -> api.Command:
         raise WeirError(SqlState.DUPLICATE_TABLE, f'{existing.kind.replace("-", " ")} "{name}" already exists')
     definition = _definition(session, desc, keys)
     inputs = {i["shard_id"]: None for i in definition["inputs"]}
+    await coord.builtin_writes_settled(inputs)  # a DDL just before is in its snapshot
     as_of = query.choose_timestamp(session, inputs, for_write=True)  # type: ignore[arg-type]
     hold = coord.storage.acquire_read_hold(list(inputs), as_of)  # before any await
     item = cat.create_item(INDEX, on.schema_id, name, [], stmt.sql, definition, owner_id=session.role.id,

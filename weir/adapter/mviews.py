@@ -150,6 +150,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         strategy = ("linear" if is_linear(qualified) else "reduce" if grouped(qualified, global_aggregates)
                     else "join" if joined(qualified) else "recompute")
     definition["strategy"] = strategy
+    await coord.builtin_writes_settled(inputs)  # a DDL just before is in its snapshot
     as_of = query.choose_timestamp(session, inputs, for_write=True)
     hold = coord.storage.acquire_read_hold(list(inputs), as_of)  # before any await
     if existing is not None:  # OR REPLACE

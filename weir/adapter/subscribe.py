@@ -93,6 +93,7 @@ async def subscribe(session: Session, stmt: st.Subscribe, *, cluster_id: str | N
     if stmt.as_of is not None:
         as_of = await query.timestamp_as_of(session, inputs, stmt.as_of)
     else:
+        await coord.builtin_writes_settled(inputs)  # a DDL just before is in its snapshot
         as_of = query.choose_timestamp(session, inputs, for_write=True)
     up_to = query.eval_as_of(session, stmt.up_to) if stmt.up_to is not None else None
     hold = coord.storage.acquire_read_hold(list(inputs), as_of)

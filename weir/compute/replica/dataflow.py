@@ -389,14 +389,18 @@ class Dataflow:
         upper = self._input_upper(self.upper)
         if upper <= self.upper:
             return False
-        current = self._out.frontiers().upper
-        if current > self.upper:
-            self.stats["followed"] += 1
-            self._caught_up(current)
         lower = self.upper
-        if upper <= lower:
-            return False
         plans = [inp.planner.plan(upper, lower) for inp in self._inputs]
+        if self._thresholds is not None or lower <= self.spec.as_of or any(p.times for p in plans):
+            # Spark work follows: skip it if a peer already wrote the interval. An interval
+            # without changes only advances the upper, and compare_and_append finds a peer's
+            # write as cheaply as reading the output's frontiers (an Iceberg load per idle
+            # view per second: with dozens of views it held the replica's GIL).
+            current = self._out.frontiers().upper
+            if current > self.upper:
+                self.stats["followed"] += 1
+                self._caught_up(current)
+                return True
         for inp, p in zip(self._inputs, plans, strict=True):
             inp.durable_upper = max(inp.durable_upper, p.frontiers.upper)
         since = max((p.frontiers.since for p in plans), default=0)

@@ -10,7 +10,6 @@ on the dataflow's thread.
 
 from __future__ import annotations
 
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,14 @@ import pyarrow.parquet as pq
 from pyiceberg.conversions import from_bytes
 from pyiceberg.types import LongType
 
-from weir.compute.replica.engine import query_expr, stored_ddl, stored_forms
+from weir.compute.replica.engine import (
+    contents_sql,
+    empty_dir,
+    query_expr,
+    stored_ddl,
+    stored_forms,
+    stored_view,
+)
 from weir.compute.replica.linear import DIFF, TIME
 from weir.storage.frontiers import Frontiers
 from weir.storage.maintenance import local_path
@@ -140,18 +146,6 @@ class Planner:
 # ---- DataFrames over shard files -------------------------------------------------------
 
 
-_EMPTY_DIR: list[str] = []
-
-
-def _empty_dir() -> str:
-    """A directory without files: reading it is an empty scan that Spark plans like any
-    other (an empty DataFrame would let the optimizer fold the whole query away, and a
-    dataflow's plan, pinned when it is created, must not depend on its inputs being empty)."""
-    if not _EMPTY_DIR:
-        _EMPTY_DIR.append(tempfile.mkdtemp(prefix="weir-empty-input-"))
-    return _EMPTY_DIR[0]
-
-
 def _raw(session: Any, files: Sequence[str], columns: Sequence[Column]) -> Any:
     from pyspark.sql.types import StructType
 
@@ -159,7 +153,7 @@ def _raw(session: Any, files: Sequence[str], columns: Sequence[Column]) -> Any:
     ddl = ", ".join([f"{_quote(physical_name(n))} {stored_ddl(t)}" for n, t, _ in columns]
                     + [f"{TIME_COL} BIGINT", f"{DIFF_COL} BIGINT"])
     schema = StructType.fromDDL(ddl)
-    df = session.read.schema(schema).parquet(*(files or [_empty_dir()]))
+    df = session.read.schema(schema).parquet(*(files or [empty_dir()]))
     return df.toDF(*[n for n, _, _ in columns], TIME_COL, DIFF_COL)
 
 
@@ -170,13 +164,8 @@ def _typed(columns: Sequence[Column], files: Sequence[str] = ()) -> list[str]:
 
 def contents_view(session: Any, files: Sequence[str], columns: Sequence[Column], as_of: int) -> Any:
     """The collection at `as_of` as plain rows (each repeated by its count), query types."""
-    from pyspark.sql import functions as F
-
-    data = [F.col(_quote(n)) for n, _, _ in columns]
-    df = (_raw(session, files, columns).where(F.col(TIME_COL) <= F.lit(as_of))
-          .groupBy(*data).agg(F.sum(DIFF_COL).alias(N)).where(F.col(N) > 0)
-          .withColumn("__weir_i", F.explode(F.sequence(F.lit(1).cast("bigint"), F.col(N)))))
-    return df.selectExpr(*_typed(columns, files))
+    view, stored = stored_view(session, files, columns)
+    return session.sql(contents_sql(view, stored, as_of))
 
 
 def updates_view(session: Any, files: Sequence[str], columns: Sequence[Column], lower: int,

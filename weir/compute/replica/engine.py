@@ -10,6 +10,7 @@ that the threads collecting results inherit).
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import os
 import sys
@@ -69,6 +70,48 @@ def stored_forms(columns: Sequence[Column], files: Sequence[str]) -> list[Column
     found = _parquet_types(str(files[0]))
     return [(n, replace(t, stored_as="long") if t.oid == INTERVAL.oid
              and pa.types.is_integer(found.get(physical_name(n), pa.null())) else t, nl) for n, t, nl in columns]
+
+
+_STORED_VIEWS = itertools.count()
+
+
+def empty_dir() -> str:
+    """A directory without files: reading it is an empty scan that Spark plans like any
+    other (an empty DataFrame would let the optimizer fold the whole query away, and a
+    dataflow's plan, pinned when it is created, must not depend on its inputs being empty)."""
+    if not _EMPTY_DIR:
+        _EMPTY_DIR.append(tempfile.mkdtemp(prefix="weir-empty-input-"))
+    return _EMPTY_DIR[0]
+
+
+_EMPTY_DIR: list[str] = []
+
+
+def stored_view(session: Any, files: Sequence[str], columns: Sequence[Column]) -> tuple[str, list[Column]]:
+    """A temporary view over a shard's Parquet files as they are stored (physical column
+    names and stored types, then mz_timestamp and mz_diff): its name and the columns'
+    stored forms, for `contents_sql`."""
+    columns = stored_forms(columns, files)
+    ddl = ", ".join([f"{_quote(physical_name(n))} {stored_ddl(t)}" for n, t, _ in columns]
+                    + ["mz_timestamp BIGINT", "mz_diff BIGINT"])
+    name = f"__weir_stored_{next(_STORED_VIEWS)}"
+    session.read.schema(ddl).parquet(*(files or [empty_dir()])).createOrReplaceTempView(name)
+    return name, columns
+
+
+def contents_sql(view: str, columns: Sequence[Column], as_of: int | None, consolidate: bool = True) -> str:
+    """Spark SQL over a `stored_view`: the collection at `as_of` (None: all its updates) as
+    plain rows, each repeated by its count, in the types queries see. One statement, so
+    binding an input costs one analysis, not one per DataFrame step."""
+    named = ", ".join(f"{_quote(physical_name(n))} AS {_quote(n)}" for n, _, _ in columns)
+    data = ", ".join(_quote(n) for n, _, _ in columns)
+    where = f" WHERE mz_timestamp <= {int(as_of)}" if as_of is not None else ""
+    rows = f"SELECT {named}, mz_diff FROM {view}{where}"
+    if consolidate:
+        rows = (f"SELECT {data} FROM (SELECT {data}, sum(mz_diff) AS {_N} FROM ({rows}) GROUP BY {data} "
+                f"HAVING sum(mz_diff) > 0) LATERAL VIEW explode(sequence(CAST(1 AS BIGINT), {_N})) AS {_I}")
+    typed = ", ".join(f"{query_expr(_quote(n), t)} AS {_quote(n)}" for n, t, _ in columns)
+    return f"SELECT {typed} FROM ({rows})"
 
 
 def query_expr(ref: str, t: PgType, depth: int = 0) -> str:
@@ -166,9 +209,12 @@ class SparkEngine:
         self.sc = self.spark.sparkContext
         from pyspark.sql.functions import udf
 
-        # made once (the function is pickled once); registered in every session, whose
-        # function registry, like its temporary views, is its own
+        # made once (the function is pickled once), registered once in a template session
+        # (a session's function registry, like its temporary views, is its own)
         self._udfs = {name: udf(function, returns) for name, (function, returns) in spark_udfs.UDFS.items()}
+        self._template = self.spark.newSession()
+        for name, function in self._udfs.items():
+            self._template.udf.register(name, function)
         # an index's contents at a time (set by the replica): views read through their indexes
         self.index_source: Callable[[str, int], pa.Table] | None = None
         # the introspection logs' current contents (set by the replica while it collects them)
@@ -237,33 +283,30 @@ class SparkEngine:
             df.selectExpr(*[f"CAST({_quote(n)} AS {t.spark_ddl}) AS {_quote(n)}" for n, t, _ in columns]) \
                 .createOrReplaceTempView(name)
             return
-        ddl = ", ".join([f"{_quote(physical_name(n))} {stored_ddl(t)}" for n, t, _ in columns]
-                        + ["mz_timestamp BIGINT", "mz_diff BIGINT"])
-        schema = StructType.fromDDL(ddl)
-        if files:
-            df = session.read.schema(schema).parquet(*files)
-        else:
-            df = session.createDataFrame([], schema)
-        df = df.toDF(*[n for n, _, _ in columns], "mz_timestamp", "mz_diff")
+        if columns:
+            view, stored = stored_view(session, files, columns)
+            session.sql(f"CREATE OR REPLACE TEMPORARY VIEW {_quote(name)} AS "
+                        + contents_sql(view, stored, as_of, bool(spec.get("consolidate", True))))
+            return
+        # no columns (SELECT FROM t): DataFrame steps (a SELECT list cannot be empty)
+        df = session.read.schema("mz_timestamp BIGINT, mz_diff BIGINT").parquet(*(files or [empty_dir()]))
         if as_of is not None:
             df = df.where(F.col("mz_timestamp") <= F.lit(int(as_of)))
-        data = [F.col(_quote(n)) for n, _, _ in columns]
         if spec.get("consolidate", True):
-            df = (df.groupBy(*data).agg(F.sum("mz_diff").alias(_N))
-                  .where(F.col(_N) > 0)
+            df = (df.groupBy().agg(F.sum("mz_diff").alias(_N)).where(F.col(_N) > 0)
                   .withColumn(_I, F.explode(F.sequence(F.lit(1).cast("bigint"), F.col(_N)))))
-        df = df.selectExpr(*[f"{query_expr(_quote(n), t)} AS {_quote(n)}" for n, t, _ in columns])
-        df.createOrReplaceTempView(name)
+        df.select().createOrReplaceTempView(name)
 
     def shuffle_partitions(self) -> int:
         return int(self.spark.conf.get("spark.sql.shuffle.partitions"))
 
     def new_session(self) -> Any:
-        """A SparkSession of its own (temporary views, settings) with weir's UDFs."""
-        session = self.spark.newSession()
-        for name, function in self._udfs.items():
-            session.udf.register(name, function)
-        return session
+        """A SparkSession of its own (temporary views, settings) with weir's UDFs: a JVM-side
+        clone of a template that has them (registering them in each new session pickled
+        and sent every function again, ~80 ms a peek or a dataflow step)."""
+        from pyspark.sql import SparkSession
+
+        return SparkSession(self.sc, self._template._jsparkSession.cloneSession())
 
     def _session(self, inputs: Sequence[Mapping[str, Any]], timestamp: int | None) -> Any:
         session = self.new_session()
