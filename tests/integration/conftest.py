@@ -37,13 +37,13 @@ def java() -> None:
 def server(tmp_path_factory: pytest.TempPathFactory, java: None):  # noqa: ANN201
     """One real weir server (with its quickstart replica) shared by the client tests.
 
-    Its size '1' replicas stay `local[1]` with a 2 GB heap, not 1 GB: the views, indexes and
-    cached results of every earlier test stay on this replica, and with 1 GB its JVM ran
-    out of heap under the differential suite's 50-query batches (oom-killed; the test
-    that was running failed)."""
+    Its size '1' replicas stay `local[1]` with a 3 GB heap, not 1 GB: the views, indexes and
+    cached results of every earlier test stay on this replica, and with 1 GB, then 2 GB,
+    its JVM ran out of heap under the differential suite's concurrent 50-query batches,
+    each a plan of hundreds of nodes (oom-killed; the test that was running failed)."""
     d = tmp_path_factory.mktemp("weir")
     sizes = d / "sizes.json"
-    sizes.write_text(json.dumps({"sizes": {"1": {"workers": 1, "driver_memory": "2g"}}}))
+    sizes.write_text(json.dumps({"sizes": {"1": {"workers": 1, "driver_memory": "3g"}}}))
     srv = WeirServer(d / "data", extra_args=["--replica-sizes", str(sizes)]).start()
     yield srv
     srv.stop()
