@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 
 import pytest
 
@@ -27,6 +28,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if covered is not None and covered.args[0] in selected:
             # the slow test asserts the same, over more cycles: running both only costs time
             item.add_marker(pytest.mark.skip(reason=f"{covered.args[0]} runs too and covers it"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many generated queries the differential runs checked (every CI log shows it)."""
+    module = sys.modules.get("tests.integration.test_differential")
+    for line in getattr(module, "REPORTS", ()):
+        terminalreporter.write_line(f"differential: {line}")
 
 
 @pytest.fixture(scope="session")

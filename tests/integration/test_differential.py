@@ -70,8 +70,12 @@ def _in_schema(stmt: str, schema: str) -> str:
     return stmt
 
 
+REPORTS: list[str] = []  # first lines of each run's summary; the conftest prints them after the run
+
+
 def _check(report: Report) -> None:
     print("\n" + report.summary())
+    REPORTS.append(report.summary().splitlines()[0])
     bad = report.of("differs")
     lines = [f"{'' if r.path == 'select' else r.path.upper() + ' '}{r.query.sql}\n    PostgreSQL: {r.pg.show()}\n"
              f"    weir:       {r.weir.show()}" for r in bad[:20]]

@@ -97,6 +97,8 @@ class Host(Protocol):
 
     def input_upper(self, shard_id: str) -> int: ...
 
+    def now(self) -> int: ...
+
     def tracking_hydration(self) -> bool: ...
 
     def state_root(self) -> str | None:
@@ -371,7 +373,12 @@ class Dataflow:
                 inp.durable_upper = max(inp.durable_upper, inp.shard.frontiers().upper)
                 u = max(u, inp.durable_upper)
             result = u if result is None else min(result, u)
-        return known + 1 if result is None else result  # no inputs: constant, always complete
+        if result is None:
+            # no inputs: constant, complete at every time; it keeps up with the coordinator's
+            # clock (one millisecond a step left an index on a constant view ever further
+            # behind the reads' timestamps: no read took its fast path)
+            return max(known + 1, self.host.now())
+        return result
 
     def _step(self) -> bool:
         """One interval; True if there may be more to do at once."""

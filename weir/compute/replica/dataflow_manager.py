@@ -44,6 +44,7 @@ class DataflowManager:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._uppers: dict[str, int] = {}
+        self._now = 0
         self._epoch = 0
         self._storage: dict[str, Any] | None = None
         self._store: ShardStore | None = None
@@ -85,6 +86,11 @@ class DataflowManager:
         with self._lock:
             return self._uppers.get(shard_id, 0)
 
+    def now(self) -> int:
+        """The coordinator's time as this replica knows it: the greatest upper it announced
+        (it announces every collection it writes at every tick)."""
+        return self._now
+
     def tracking_hydration(self) -> bool:
         return self.track_hydration
 
@@ -114,9 +120,11 @@ class DataflowManager:
                 if int(upper) > self._uppers.get(str(shard_id), 0):
                     self._uppers[str(shard_id)] = int(upper)
                     changed.add(str(shard_id))
+                    self._now = max(self._now, int(upper))
         if changed:
             for df in list(self.dataflows.values()):
-                if any(i.shard_id in changed for i in df.spec.inputs):
+                # a dataflow without inputs (a constant view's index) follows the time itself
+                if not df.spec.inputs or any(i.shard_id in changed for i in df.spec.inputs):
                     df.wake()
 
     def allow_compaction(self, body: Mapping[str, Any]) -> None:
