@@ -219,6 +219,8 @@ class Differential:
             cat = f"known:{known}"
         return Result(q, pg, weir, cat, path)
 
+    CHUNK = 500  # queries PostgreSQL answers at a time
+
     def run(self, queries: Sequence[Query], *, mv_batches: int = 0, index_batches: int | None = None,
             own_views: int = 0) -> Report:
         """Check `queries` as SELECTs, then up to `mv_batches` batches as materialized views
@@ -229,22 +231,34 @@ class Differential:
         start = time.monotonic()
         views = bool(mv_batches or index_batches is None or index_batches or own_views)
         deadline = None if self.budget is None else start + self.budget * (0.5 if views else 1.0)
+        # PostgreSQL answers the queries a chunk at a time, as the budget reaches them:
+        # answering all of them first spent much of a small budget on queries never sent
         pg = psycopg.connect(self.pg_dsn, autocommit=True)
-        expected = [execute(pg, q.sql) for q in queries]
-        groups: dict[tuple[bool, ...], list[int]] = defaultdict(list)
-        solo: list[int] = []
-        for i, out in enumerate(expected):
-            (groups[signature(out)] if out.ok and out.types else solo).append(i)
-        batches = [(sig, ids[k:k + self.batch]) for sig, ids in groups.items()
-                   for k in range(0, len(ids), self.batch)]
-        # PostgreSQL's answer to each batch, split by query: what weir's must equal. Not
-        # asked of PostgreSQL (planning a UNION ALL of 25 joins takes it seconds): its text
-        # cast is its output function but for booleans ('true', not 't')
-        pg.close()
-        pg_batch = {tuple(ids): Outcome(rows=[(str(i), *as_cast_to_text(row, expected[i].types))
-                                              for i in ids for row in expected[i].rows or []])
-                    for _, ids in batches}
+        expected: list[Outcome] = []
+        batches: list[tuple[tuple[bool, ...], list[int]]] = []
+        pg_batch: dict[tuple[int, ...], Outcome] = {}
+
+        def answer_chunk() -> tuple[list[tuple[tuple[bool, ...], list[int]]], list[int]]:
+            lo = len(expected)
+            expected.extend(execute(pg, q.sql) for q in queries[lo:lo + self.CHUNK])
+            groups: dict[tuple[bool, ...], list[int]] = defaultdict(list)
+            chunk_solo: list[int] = []
+            for i in range(lo, len(expected)):
+                out = expected[i]
+                (groups[signature(out)] if out.ok and out.types else chunk_solo).append(i)
+            chunk = [(sig, ids[k:k + self.batch]) for sig, ids in groups.items()
+                     for k in range(0, len(ids), self.batch)]
+            # PostgreSQL's answer to each batch, split by query: what weir's must equal. Not
+            # asked of PostgreSQL (planning a UNION ALL of 25 joins takes it seconds): its
+            # text cast is its output function but for booleans ('true', not 't')
+            pg_batch.update({tuple(ids): Outcome(rows=[(str(i), *as_cast_to_text(row, expected[i].types))
+                                                       for i in ids for row in expected[i].rows or []])
+                             for _, ids in chunk})
+            batches.extend(chunk)
+            return chunk, chunk_solo
+
         sampled = set([i for i, q in enumerate(queries) if q.ordered][: self.solo_sample])
+        results: list[Result] = []
 
         def one(i: int) -> Result:
             return self._result(queries[i], expected[i], self.weir_execute(queries[i].sql))
@@ -287,11 +301,13 @@ class Differential:
                     out.append(one(i))
             return out
 
-        results: list[Result] = []
         with ThreadPoolExecutor(self.parallel) as ex:
-            for rs in ex.map(batch, batches):
-                results += rs
-            results += ex.map(one, solo)
+            while len(expected) < len(queries) and (deadline is None or time.monotonic() < deadline):
+                chunk, chunk_solo = answer_chunk()
+                for rs in ex.map(batch, chunk):
+                    results += rs
+                results += ex.map(one, chunk_solo)
+        pg.close()
         report = Report(results, unchecked=len(queries) - len(results))
         if views:
             end = None if self.budget is None else start + self.budget

@@ -36,7 +36,7 @@ KNOWN_WRONG: tuple[Known, ...] = ()
 
 SEED = int(os.environ.get("WEIR_DIFF_SEED", "20261123"))
 QUERIES = int(os.environ.get("WEIR_DIFF_QUERIES", "2000"))
-BUDGET = float(os.environ.get("WEIR_DIFF_BUDGET", "150"))
+BUDGET = float(os.environ.get("WEIR_DIFF_BUDGET", "120"))
 MIN_CHECKED = 100  # even on a loaded machine, a run that checks fewer proves too little
 
 
@@ -168,7 +168,7 @@ def test_differential_plain_tables(peers: Peers) -> None:
 def test_differential_soak(peers: Peers) -> None:
     """A longer run on other seeds, with more materialized views (CI runs it; the whole
     suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
-    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "90"))
+    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "75"))
     report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=1000,
                   budget=budget, index_batches=None, own_views=12)
     _check(report)

@@ -46,7 +46,7 @@ def test_materialized_views_match_a_batch_at_the_same_timestamp(server: WeirServ
             c.execute(f"CREATE MATERIALIZED VIEW {name} AS {q}")
         try:
             next_id = 40
-            for round_ in range(4):
+            for round_ in range(3):
                 if round_:
                     for _ in range(6):
                         c.execute("INSERT INTO mvc_bids VALUES (%s, %s, %s, %s)",
