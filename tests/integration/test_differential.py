@@ -131,7 +131,7 @@ def _run(pg: str, weir: str, queries: list[Query], mv_batches: int = 0, batch: i
     # two batches at a time, not three: each is a plan of hundreds of nodes, and three at
     # once on the shared local[1] replica ran its 2 GB heap out (it was oom-killed)
     diff = Differential(pg, weir, explain=explainer(ALLOWED, KNOWN_WRONG), batch=batch,
-                        budget=budget, log=print, parallel=2)
+                        budget=budget, log=print, parallel=2, min_checked=MIN_CHECKED)
     try:
         return diff.run(queries, mv_batches=mv_batches, index_batches=index_batches, own_views=own_views)
     finally:
@@ -168,7 +168,7 @@ def test_differential_plain_tables(peers: Peers) -> None:
 def test_differential_soak(peers: Peers) -> None:
     """A longer run on other seeds, with more materialized views (CI runs it; the whole
     suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
-    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "75"))
+    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "100"))
     report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=1000,
                   budget=budget, index_batches=None, own_views=12)
     _check(report)

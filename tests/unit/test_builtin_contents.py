@@ -39,7 +39,7 @@ def test_incremental_equals_full(cat: Catalog) -> None:
     tables: list[str] = []
     holds: list[str] = []
     n = 0
-    for step in range(120):
+    for step in range(60):
         n += 1
         op = rng.choice(["table", "table", "hold", "hold", "advance", "drop", "rename", "owner",
                          "grant", "role", "schema", "index"])
@@ -80,7 +80,7 @@ def test_incremental_equals_full(cat: Catalog) -> None:
             cat.create_item("index", "u1", f"i{n}", [ColumnDef("a", INT4)], "", {
                 "on_id": t, "keys": ["a"], "columns": [{"name": "a", "nullable": True}]},
                 cluster_id="u1", dependencies=[t])
-        if rng.random() < 0.5 or step == 119:  # several changes may come between updates
+        if rng.random() < 0.5 or step == 59:  # several changes may come between updates
             snap = cat.snapshot()
             assert snap.items == Catalog.snapshot(_fresh := Catalog(cat.url)).items, op
             _fresh.close()
