@@ -275,14 +275,15 @@ class Differential:
             half = len(ids) // 2
             return answered(sig, ids[:half]) | answered(sig, ids[half:])
 
-        started = [0]  # queries in the batches started: the budget stops none before min_checked
+        started = 0  # queries in the batches started: the budget stops none before min_checked
 
         def batch(item: tuple[tuple[bool, ...], list[int]]) -> list[Result]:
+            nonlocal started
             sig, ids = item
             with self._lock:
-                if deadline is not None and time.monotonic() > deadline and started[0] >= self.min_checked:
+                if deadline is not None and time.monotonic() > deadline and started >= self.min_checked:
                     return []
-                started[0] += len(ids)
+                started += len(ids)
             if self.log is not None:
                 self.log(f"{time.monotonic() - start:6.0f}s batch of {len(ids)}")
             want = pg_batch[tuple(ids)]

@@ -74,8 +74,9 @@ REPORTS: list[str] = []  # first lines of each run's summary; the conftest print
 
 
 def _check(report: Report) -> None:
-    print("\n" + report.summary())
-    REPORTS.append(report.summary().splitlines()[0])
+    summary = report.summary()
+    print("\n" + summary)
+    REPORTS.append(summary.splitlines()[0])
     bad = report.of("differs")
     lines = [f"{'' if r.path == 'select' else r.path.upper() + ' '}{r.query.sql}\n    PostgreSQL: {r.pg.show()}\n"
              f"    weir:       {r.weir.show()}" for r in bad[:20]]
@@ -166,8 +167,8 @@ def test_differential_plain_tables(peers: Peers) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_differential_soak(peers: Peers) -> None:
-    """A longer run on other seeds, with more materialized views (CI runs it; the whole
-    suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
+    """A run on another seed, with more materialized views of their own (CI runs it; the
+    whole suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
     budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "100"))
     report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=1000,
                   budget=budget, index_batches=None, own_views=12)
