@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -30,10 +30,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=f"{covered.args[0]} runs too and covers it"))
 
 
+_DIFFERENTIAL: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "teardown":  # a property is on every later phase's report: count it once
+        _DIFFERENTIAL.extend(str(v) for k, v in report.user_properties if k == "differential")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """How many generated queries the differential runs checked (every CI log shows it)."""
-    module = sys.modules.get("tests.integration.test_differential")
-    for line in getattr(module, "REPORTS", ()):
+    """How many generated queries the differential runs checked (every CI log shows it;
+    the tests record it as a property, which reaches this process from xdist's workers)."""
+    for line in _DIFFERENTIAL:
         terminalreporter.write_line(f"differential: {line}")
 
 
@@ -61,5 +69,31 @@ def server(tmp_path_factory: pytest.TempPathFactory, java: None):  # noqa: ANN20
     sizes = d / "sizes.json"
     sizes.write_text(json.dumps({"sizes": {"1": {"workers": 1, "driver_memory": "3g"}}}))
     srv = WeirServer(d / "data", extra_args=["--replica-sizes", str(sizes)]).start()
+    _SHARED.append(srv)
     yield srv
+    _SHARED.clear()
     srv.stop()
+
+
+_SHARED: list[WeirServer] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _dataflows_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each file, the shared server's materialized views and indexes still there: each
+    keeps its replica computing (an idle one commits its upper every second), and on two
+    cores a few dozen left behind slow every later test."""
+    yield
+    if not _SHARED:
+        return
+    try:
+        with _SHARED[0].connect() as c:
+            left = [r[0] for r in c.execute(
+                "SELECT name FROM mz_catalog.mz_materialized_views UNION ALL "
+                "SELECT name FROM mz_catalog.mz_indexes WHERE id LIKE 'u%'").fetchall()]
+    except Exception as e:  # noqa: BLE001 - a report, never a failure
+        left = [f"(could not list: {e})"]
+    if left:
+        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"\nleft on the shared server after {request.node.name}: {', '.join(sorted(left))}")

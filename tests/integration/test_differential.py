@@ -13,7 +13,7 @@ new batches when the budget is spent, and says how many queries it left unchecke
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import psycopg
@@ -70,13 +70,10 @@ def _in_schema(stmt: str, schema: str) -> str:
     return stmt
 
 
-REPORTS: list[str] = []  # first lines of each run's summary; the conftest prints them after the run
-
-
-def _check(report: Report) -> None:
+def _check(report: Report, record_property: Callable[[str, object], None]) -> None:
     summary = report.summary()
     print("\n" + summary)
-    REPORTS.append(summary.splitlines()[0])
+    record_property("differential", summary.splitlines()[0])  # the conftest prints it after the run
     bad = report.of("differs")
     lines = [f"{'' if r.path == 'select' else r.path.upper() + ' '}{r.query.sql}\n    PostgreSQL: {r.pg.show()}\n"
              f"    weir:       {r.weir.show()}" for r in bad[:20]]
@@ -145,33 +142,33 @@ def _every_path_checked(report: Report) -> None:
 
 
 @pytest.mark.timeout(900)
-def test_differential(peers: Peers) -> None:
+def test_differential(peers: Peers, record_property: Callable[[str, object], None]) -> None:
     """Generated queries over indexed views: each batch as a SELECT, then as many batches as
     the budget allows as materialized views and through indexed views, and queries with
     unnamed columns as views of their own."""
     report = _run(peers.pg, peers.weir_indexed, Generator(SEED).queries(QUERIES), mv_batches=1000,
                   index_batches=None, own_views=6)
-    _check(report)
+    _check(report, record_property)
     assert sum(1 for r in report.results if not r.mv) >= MIN_CHECKED, report.summary()
     _every_path_checked(report)
 
 
 @pytest.mark.timeout(900)
-def test_differential_plain_tables(peers: Peers) -> None:
+def test_differential_plain_tables(peers: Peers, record_property: Callable[[str, object], None]) -> None:
     """Joins and subqueries over plain tables: every reference scans and consolidates a
     shard on Spark, so fewer queries, in smaller batches."""
     queries = [q for q in Generator(SEED + 1).queries(300) if q.kind in ("join", "subquery")]
-    _check(_run(peers.pg, peers.weir_plain, queries[:48], batch=8, budget=BUDGET / 2))
+    _check(_run(peers.pg, peers.weir_plain, queries[:48], batch=8, budget=BUDGET / 2), record_property)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_differential_soak(peers: Peers) -> None:
+def test_differential_soak(peers: Peers, record_property: Callable[[str, object], None]) -> None:
     """A run on another seed, with more materialized views of their own (CI runs it; the
     whole suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
     budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "100"))
     report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=1000,
                   budget=budget, index_batches=None, own_views=12)
-    _check(report)
+    _check(report, record_property)
     assert sum(1 for r in report.results if not r.mv) >= MIN_CHECKED, report.summary()
     _every_path_checked(report)

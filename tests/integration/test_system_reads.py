@@ -61,6 +61,9 @@ def both(server: WeirServer):  # noqa: ANN201
     with server.connect() as spark, server.connect() as here:
         spark.execute("SET enable_system_reads_in_process = off")
         yield spark, here
+    with server.connect() as c:  # a view left on the shared server keeps its replica busy
+        for sql in ("DROP MATERIALIZED VIEW IF EXISTS sr_mv", "DROP INDEX IF EXISTS sr_idx"):
+            c.execute(sql)
 
 
 # Each query on the Spark path costs 3-20 s (it binds every system relation it reads), so
@@ -91,6 +94,27 @@ def test_catalog_reads_run_in_process(server: WeirServer, both) -> None:  # noqa
         if server.metric("weir_reads_total", strategy="in-process") == before:
             elsewhere.append(sql)
     assert not elsewhere, f"{len(elsewhere)} of {len(CORPUS)} catalog queries took a replica"
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT 'sr_missing'::regclass",
+    "SELECT ('sr_s.' || 'missing')::regclass",
+    "SELECT has_table_privilege(current_user, 'sr_s.' || 'missing', 'SELECT')",
+    "SELECT count(*) FROM pg_catalog.pg_attribute WHERE attrelid = 'sr_missing'::regclass",
+])
+def test_a_name_naming_nothing_fails_in_process(server: WeirServer, both, sql: str) -> None:  # noqa: ANN001
+    """The query's own error (class 42) comes from the in-process engine, as Spark raises it,
+    without a Spark job (they took 3-12 s each on a replica)."""
+    spark, here = both
+    failures = []
+    for conn in (spark, here):
+        before = server.metric("weir_reads_total", strategy="in-process")
+        with pytest.raises(psycopg.Error) as caught:
+            conn.execute(sql)
+        failures.append((caught.value.sqlstate, caught.value.diag.message_primary))
+        ran_here = server.metric("weir_reads_total", strategy="in-process") > before
+    assert failures[0] == failures[1] and failures[0][0] == "42P01"
+    assert ran_here
 
 
 def test_in_process_is_off_for_user_data(server: WeirServer, both) -> None:  # noqa: ANN001

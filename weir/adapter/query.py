@@ -250,7 +250,11 @@ async def peek(session: Session, plan: QueryPlan, params: list[Any], *, tag_pref
         replica_id = target_replica(session, cluster_id, inputs)
         spark = plan.spark
         if system_reads.applies(session, spark):
-            table = await system_reads.read(session, spark, params, ts, own_times)
+            try:
+                table = await system_reads.read(session, spark, params, ts, own_times)
+            except WeirError:
+                _ran(session, "in-process")  # the query's own error, raised here (a name naming nothing)
+                raise
             if table is not None:
                 session.lifecycle("compute-dependencies-finished")
                 cols = _result_columns(spark, table.schema, plan.cast_hints)

@@ -4,7 +4,8 @@ information_schema) runs in the coordinator, over those collections' contents at
 timestamp the usual rules choose, with DuckDB over Arrow: no replica round trip, no Spark
 job. The query is the one planned for Spark, rendered for DuckDB (weir.sql.in_process);
 what DuckDB cannot run the same way, or fails on, runs on a replica as before, so the
-answer is always Spark's. User data never comes here."""
+answer is always Spark's; only a query's own error for a name that names nothing (class
+42) is raised from here. User data never comes here."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from weir import types as T
 from weir.catalog.model import SYSTEM_SCHEMAS
 from weir.codec.spark_udfs import UDFS
 from weir.compute import introspection as ci
+from weir.errors import from_runtime_marker
 from weir.sql import in_process_jsonb
 from weir.sql.in_process import IN_PROCESS_UDFS, MACROS, NotInProcess, has_arithmetic, to_duckdb
 from weir.sql.resolve import RelationDesc
@@ -33,6 +35,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VAR = "enable_system_reads_in_process"
+# errors a query raises itself (weir.errors.runtime_marker) that DuckDB may answer with:
+# class 42, names that name nothing. Others (data exceptions, what is not supported) are
+# Spark's to raise, whose order of evaluation may differ.
+NAME_ERRORS = ("42",)
 _USEC = 1_000
 
 
@@ -267,6 +273,12 @@ async def read(session: Session, spark: SparkPlan, params: list[Any], ts: int,
     try:
         return await coord.system_reads.run(sql, tables)
     except (duckdb.Error, pa.ArrowException, ValueError, TypeError) as e:
+        raised = from_runtime_marker(str(e)) if isinstance(e, duckdb.Error) else None
+        if raised is not None and raised.sqlstate.startswith(NAME_ERRORS):
+            # the query's own error: a name it looks up in the catalog names nothing (a reg*
+            # cast, has_table_privilege ...); Spark fails the same way over the same
+            # contents, seconds later
+            raise raised from None
         log.info("system read on a replica instead: %s (DuckDB SQL: %.2000s)", e, sql)
         return None
 
