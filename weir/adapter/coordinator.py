@@ -163,7 +163,7 @@ class Coordinator(api.Coordinator):
             "catalog_uri": self.config.catalog_uri, "warehouse": str(data / "warehouse")}, epoch=epoch,
             heartbeat_timeout=self.config.replica_heartbeat_timeout)
         self.storage.on_commit.append(self._announce_frontiers)
-        self.compute.on_write_frontier = self.storage.follow_soon
+        self.compute.on_write_frontier = self.storage.writer_advanced
         for replica in self.catalog.list_replicas():
             await self.start_replica(replica)
         self._status_task = asyncio.create_task(self._watch_replica_statuses(), name="replica-statuses")

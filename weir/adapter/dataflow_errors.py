@@ -51,6 +51,9 @@ def final_for_reads(err: WeirError) -> bool:
 @dataclass
 class _Reader:
     read_to: int = 0  # every update below this is in `updates`
+    # the shard holds every error below this: the view's upper when the shard's upper was
+    # last read back (its errors are appended before the output they go with)
+    complete_to: int = 0
     updates: list[tuple[es.ErrorRow, int, int]] = field(default_factory=list)
     hold: Any = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -87,11 +90,15 @@ class DataflowErrors:
         sid = errors_shard_id(view_id)
         r = self._readers.setdefault(sid, _Reader())
         async with r.lock:
+            if ts >= r.complete_to:
+                # the view's upper is past ts (the caller waited for it, following its
+                # replicas' reports); the errors of [.., ts] were appended before the output
+                # that moved it there: read the errors shard's upper back now, once per
+                # advance of the view that a reader looks at, not per advance
+                view_upper = storage.frontiers(view_id)[1]
+                await storage.refresh_upper(sid)
+                r.complete_to = view_upper
             upper = storage.frontiers(sid)[1]
-            if storage.frontiers(view_id)[1] <= ts:
-                # the caller learned the view is complete through ts from a replica, ahead of
-                # the last tick: the errors appended before that must be read from storage now
-                upper = await storage.refresh_upper(sid)
             if upper > r.read_to:
                 if r.hold is None:
                     r.hold = storage.acquire_read_hold([sid], storage.frontiers(sid)[0])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,8 +146,6 @@ class StorageController:
         self._stopping = False
         self.on_commit: list[Callable[[int], None]] = []
         self.commits = 0
-        self._to_follow: set[str] = set()  # external collections a writer said moved (follow_soon)
-        self._following: asyncio.Task[None] | None = None
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
@@ -419,37 +417,30 @@ class StorageController:
             await self._compact_some()
 
     async def _follow_external(self) -> None:
-        """Replicas advance the uppers of the shards they write: read them back, in
-        creation order, and publish them together, so a reader never sees a shard's new
-        upper beside an older state of a shard created after it that its writer appends to
-        first (a view's errors shard, weir.storage.error_shards)."""
+        """Replicas advance the uppers of the shards they write: read back those no writer
+        reports (writer_advanced, observe_upper), in creation order, and publish them
+        together, so a reader never sees a shard's new upper beside an older state of a
+        shard created after it that its writer appends to first (a view's errors shard,
+        weir.storage.error_shards)."""
         read = [(c, await self._read(c.shard.frontiers)) for c in list(self.collections.values())
                 if c.external and not c.reported]
         for c, fr in read:
             self._follow(c, fr.upper)
 
-    def follow_soon(self, shard_ids: Iterable[str]) -> None:
-        """A writer of these external collections says it advanced them: read their uppers
-        back now rather than at the next tick, so a read or subscription waiting for a
-        materialized view sees its change as soon as it is durable. Reads run in creation
-        order (as `_follow_external`), one round at a time, coalescing reports that arrive
-        meanwhile."""
-        known = [sid for sid in shard_ids if (c := self.collections.get(sid)) is not None
-                 and c.external and not c.reported]
-        if not known:
-            return
-        self._to_follow.update(known)
-        if self._following is None or self._following.done():
-            self._following = asyncio.get_running_loop().create_task(self._follow_reported())
-
-    async def _follow_reported(self) -> None:
-        while self._to_follow and not self._stopping:
-            due, self._to_follow = self._to_follow, set()
-            for c in [c for sid, c in list(self.collections.items()) if sid in due]:
-                try:
-                    self._follow(c, (await self._read(c.shard.frontiers)).upper)
-                except Exception:  # noqa: BLE001 - the next tick reads it again
-                    log.debug("following %s early failed", c.shard.shard_id, exc_info=True)
+    def writer_advanced(self, shard_id: str, errors_shard_id: str | None, upper: int) -> None:
+        """A replica appended a materialized view's output through `upper` (or saw it
+        appended), durably: follow it without reading the shard back, so that a read or
+        subscription waiting for the view sees its change at once and an idle view costs
+        no Iceberg metadata load a second. From now on reports, not polling, move it. Its
+        errors shard, appended before the output and only when its errors change, is read
+        back by the reader that needs it (weir.adapter.dataflow_errors)."""
+        for sid in (shard_id, errors_shard_id):
+            c = self.collections.get(sid) if sid else None
+            if c is not None and c.external:
+                c.reported = True
+        c = self.collections.get(shard_id)
+        if c is not None and c.external:
+            self._follow(c, upper)
 
     def _follow(self, c: _Collection, upper: int) -> None:
         if upper > c.upper:

@@ -95,9 +95,9 @@ class ComputeController:
         self._watchdog: asyncio.Task[None] | None = None
         self.storage_config = dict(storage_config) if storage_config else None
         self._dataflows = DataflowControl(self, epoch)
-        # told the shards a replica's dataflow advanced (its output, then its errors shard),
-        # durable by then: the coordinator's storage reads them back at once
-        self.on_write_frontier: Callable[[list[str]], None] | None = None
+        # told a replica's dataflow advanced its output to a durable upper: (output shard,
+        # its errors shard or None, that upper); the coordinator's storage follows it
+        self.on_write_frontier: Callable[[str, str | None, int], None] | None = None
         self.ready_timeout = ready_timeout
         self.peek_attempts = peek_attempts
         self.connect_timeout = connect_timeout

@@ -192,7 +192,7 @@ class DataflowControl:
             advanced = frontier > max(df.frontiers.values(), default=0)
             df.frontiers[replica_id] = max(frontier, df.frontiers.get(replica_id, 0))
             if advanced and df.index is None and self._ctl.on_write_frontier is not None:
-                self._ctl.on_write_frontier([s for s in (df.output_shard_id, df.errors_shard_id) if s])
+                self._ctl.on_write_frontier(df.output_shard_id, df.errors_shard_id, frontier)
             df.errors.pop(replica_id, None)
             if body.get("error_count") is not None:
                 df.error_counts[replica_id] = int(body["error_count"])
