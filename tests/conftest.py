@@ -38,3 +38,37 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         why = crash.message.splitlines()[0] if crash is not None and crash.message else ""
         _write(config, f"[{minutes:5.1f} min] FAILED {report.nodeid} ({report.when}): {why[:300]}")
 
+
+
+# Files whose tests take minutes, with seconds measured in serial runs (2026-11-29): xdist
+# gives the next file to a free worker; taking these first keeps the run from ending with
+# one worker on a long file while the other idles (xdist's own order is by test count).
+# Any other file counts a second per integration test and a tenth of one per unit test.
+HEAVY_FILES = {
+    "test_differential.py": 528, "test_introspection.py": 425, "test_interval_storage.py": 393,
+    "test_holds.py": 332, "test_compute_dataflow.py": 260, "test_multidim_arrays.py": 197,
+    "test_materialized_views.py": 184, "test_statement_history.py": 172, "test_pg_catalog.py": 166,
+    "test_system_reads.py": 150, "test_hydration_expectations.py": 137, "test_mv_correctness.py": 120,
+    "test_hydration.py": 107, "test_correctness_examples.py": 106, "test_durability.py": 106,
+    "test_sources.py": 104, "test_replica_oom.py": 100, "test_temporary_objects.py": 99,
+    "test_sql_gaps.py": 96, "test_jsonb.py": 91, "test_dataflow_errors.py": 90,
+    "test_postgres_catalog.py": 76,
+}
+
+
+def _cost(scope: str, tests: int) -> float:
+    name = scope.rsplit("/", 1)[-1]
+    return HEAVY_FILES.get(name, tests * (1.0 if "integration" in scope else 0.1))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    from xdist.scheduler import LoadFileScheduling
+
+    class HeaviestFirst(LoadFileScheduling):
+        def _assign_work_unit(self, node: object) -> None:
+            if self.workqueue:
+                heaviest = max(self.workqueue, key=lambda s: _cost(s, len(self.workqueue[s])))
+                self.workqueue.move_to_end(heaviest, last=False)
+            super()._assign_work_unit(node)  # type: ignore[arg-type]
+
+    return HeaviestFirst(config, log)  # type: ignore[arg-type]

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -93,7 +94,6 @@ def _dataflows_left_behind(request: pytest.FixtureRequest) -> Iterator[None]:
                 "SELECT name FROM mz_catalog.mz_indexes WHERE id LIKE 'u%'").fetchall()]
     except Exception as e:  # noqa: BLE001 - a report, never a failure
         left = [f"(could not list: {e})"]
-    if left:
-        reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(f"\nleft on the shared server after {request.node.name}: {', '.join(sorted(left))}")
+    if left:  # a warning: pytest's summary lists it, from xdist's workers too
+        warnings.warn(f"left on the shared server after {request.node.name}: {', '.join(sorted(left))}",
+                      stacklevel=1)

@@ -312,7 +312,7 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
             times.append(t)
         if round_ % 3 == 0:
             for out in outs.values():
-                wait_upper(out, t + 1)
+                wait_upper(out, t + 1, timeout=300)  # five views on two replicas, beside another worker
 
     def query(at: int) -> Counter[Row]:
         groups: dict[tuple[Any, int], list[Any]] = {}
@@ -358,6 +358,7 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
         env.drop(f"red_{s}")
 
 
+@pytest.mark.timeout(900)
 def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
     """A delta join (strategy "join"), a join + GROUP BY (strategy "reduce" over a delta
     join) and a join of three inputs + GROUP BY (two join stages) under a seeded stream of
@@ -424,7 +425,7 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
             times.append(t)
         if round_ % 3 == 0:
             for out in outs.values():
-                wait_upper(out, t + 1)
+                wait_upper(out, t + 1, timeout=300)  # five views on two replicas, beside another worker
 
     def joined(at: int) -> list[tuple[Row, Row, int]]:
         return [(a, b, na * nb) for a, na in e.at(at).items() for b, nb in d.at(at).items()
@@ -480,7 +481,7 @@ def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
     env.announce({"dj_e": t + 5, "dj_d": t + 5, "dj_r": t + 5})
     for kind, query in (("join", join_query), ("reduce", reduce_query), ("left", left_query), ("full", full_query),
                         ("three", lambda at: reduce_query(at, three=True))):
-        assert output_log(outs[kind], wait_upper(outs[kind], t + 5)) == expected_log(query, times), kind
+        assert output_log(outs[kind], wait_upper(outs[kind], t + 5, timeout=300)) == expected_log(query, times), kind
     deadline = time.monotonic() + 30
     while True:
         runs = {kind: [env.ctl.replicas[r].last_status.get("dataflows", {}).get(f"dj_{kind}", {})

@@ -141,11 +141,13 @@ def test_group_keeps_one_of_equal_spans(both) -> None:  # noqa: ANN001
     assert len(rows) == 1 and rows[0][1] == 3 and rows[0][0] in ("1 mon", "30 days", "720:00:00")
 
 
+@pytest.mark.timeout(900)  # 31 views, each planned and hydrated: over 300 s beside another worker
 def test_materialized_views_as_postgres(both) -> None:  # noqa: ANN001
     materialized_views_as_postgres(both, "iv_mv", QUERIES, change=(
         "INSERT INTO iv VALUES (11, INTERVAL '3 mons 00:00:01')", "DELETE FROM iv WHERE id = 11"))
 
 
+@pytest.mark.timeout(900)
 def test_indexed_views_as_postgres(both) -> None:  # noqa: ANN001
     indexed_views_as_postgres(both, "iv_v", QUERIES)
 

@@ -165,16 +165,18 @@ def test_cancel_stops_spark_job(server: WeirServer) -> None:
         t = threading.Thread(target=cancel_soon)
         t.start()
         started = time.time()
+        # 4 * 10^12 rows: hours on the replica's one core, were it not canceled
         state = _sqlstate(lambda: c.execute(
-            "SELECT count(*) FROM generate_series(1, 200000) AS a(x) "
-            "CROSS JOIN generate_series(1, 200000) AS b(y)"))
+            "SELECT count(*) FROM generate_series(1, 2000000) AS a(x) "
+            "CROSS JOIN generate_series(1, 2000000) AS b(y)"))
         t.join()
         assert state == "57014"
         assert time.time() - started < 60
-        # the canceled job stopped on the replica: the next query does not wait behind it
+        # the canceled job stopped on the replica: the next query does not wait behind it (a
+        # bound for the suite's load, load average up to 12 on two cores: it took 30 s there)
         started = time.time()
         assert c.execute("SELECT count(*) FROM generate_series(1, 1000)").fetchone() == (1000,)
-        assert time.time() - started < 20
+        assert time.time() - started < 90
         assert c.execute("SELECT 1").fetchone() == (1,)
 
 

@@ -146,7 +146,9 @@ def test_subscribe_envelope_upsert_and_debezium(server: WeirServer) -> None:
 
 def test_subscribe_within_timestamp_order_by(server: WeirServer) -> None:
     with server.connect() as w:
-        w.execute("CREATE TABLE gap_o (a int, b text)")
+        # history kept: both subscriptions read AS OF one time, the second seconds later
+        # on a loaded machine (the default 1-s window had compacted past it)
+        w.execute("CREATE TABLE gap_o (a int, b text) WITH (RETAIN HISTORY FOR '10min')")
         w.execute("INSERT INTO gap_o VALUES (1, 'x'), (3, 'y'), (2, NULL), (NULL, 'z')")
     with server.connect() as c:
         now = int(c.execute("SELECT mz_now() FROM gap_o LIMIT 1").fetchone()[0])

@@ -88,8 +88,8 @@ class _Conn:
 
 def test_controller_replays_dataflows_and_hands_out_epochs() -> None:
     replicas = {r: SimpleNamespace(replica_id=r, cluster_id="c1", conn=None) for r in ("r1", "r2")}
-    followed: list[list[str]] = []  # shards storage is asked to read back (a replica moved them)
-    control = DataflowControl(SimpleNamespace(replicas=replicas, on_write_frontier=followed.append),  # type: ignore[arg-type]
+    followed: list[tuple[str, str | None, int]] = []  # (output, errors shard, upper) storage follows
+    control = DataflowControl(SimpleNamespace(replicas=replicas, on_write_frontier=lambda *a: followed.append(a)),  # type: ignore[arg-type]
                               epoch=7)
     e1 = control.next_epoch("c1")
     replicas["r1"].conn = _Conn(replicas["r1"])
@@ -102,7 +102,7 @@ def test_controller_replays_dataflows_and_hands_out_epochs() -> None:
     assert control.on_message(replicas["r1"].conn, Message({"type": "Frontiers", "dataflow_id": "u9",
                                                             "write_frontier": 130}))
     assert control.write_frontiers() == {"u9": {"r1": 130}}
-    assert followed == [["u9"]]
+    assert followed == [("u9", None, 130)]
     # r2 connects: a newer epoch for the cluster, announced to r1; r2 gets the replay.
     e2 = control.next_epoch("c1")
     assert e2 > e1 > 7 * 1_000_000
