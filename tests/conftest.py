@@ -11,6 +11,7 @@ import pytest
 _START = time.monotonic()
 _FILES_SEEN: set[str] = set()
 _CONFIG: dict[str, pytest.Config] = {}
+_DIFFERENTIAL: list[str] = []  # test_differential's summaries (pytest_terminal_summary)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -25,6 +26,8 @@ def _write(config: pytest.Config, line: str) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "teardown":  # a property is on every later phase's report: count it once
+        _DIFFERENTIAL.extend(str(v) for k, v in report.user_properties if k == "differential")
     config = _CONFIG.get("config")
     if config is None:
         return
@@ -38,6 +41,13 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         why = crash.message.splitlines()[0] if crash is not None and crash.message else ""
         _write(config, f"[{minutes:5.1f} min] FAILED {report.nodeid} ({report.when}): {why[:300]}")
 
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How many generated queries the differential runs checked (every CI log shows it;
+    the tests record it as a property, which reaches this process from xdist's workers:
+    this conftest, not the integration one, is loaded where xdist reports)."""
+    for line in _DIFFERENTIAL:
+        terminalreporter.write_line(f"differential: {line}")
 
 
 # Files whose tests take minutes, with seconds measured in serial runs (2026-11-29): xdist

@@ -31,21 +31,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=f"{covered.args[0]} runs too and covers it"))
 
 
-_DIFFERENTIAL: list[str] = []
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "teardown":  # a property is on every later phase's report: count it once
-        _DIFFERENTIAL.extend(str(v) for k, v in report.user_properties if k == "differential")
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """How many generated queries the differential runs checked (every CI log shows it;
-    the tests record it as a property, which reaches this process from xdist's workers)."""
-    for line in _DIFFERENTIAL:
-        terminalreporter.write_line(f"differential: {line}")
-
-
 @pytest.fixture(scope="session")
 def psql_bin() -> str:
     """The psql binary (Debian's PostgreSQL 15 client); skips without it."""
