@@ -23,7 +23,7 @@ from weir import types as T
 from weir.catalog.model import SYSTEM_SCHEMAS
 from weir.codec.spark_udfs import UDFS
 from weir.compute import introspection as ci
-from weir.errors import from_runtime_marker
+from weir.errors import RUNTIME_MARKER, WeirError, from_runtime_marker
 from weir.sql import in_process_jsonb
 from weir.sql.in_process import IN_PROCESS_UDFS, MACROS, NotInProcess, has_arithmetic, to_duckdb
 from weir.sql.resolve import RelationDesc
@@ -273,7 +273,7 @@ async def read(session: Session, spark: SparkPlan, params: list[Any], ts: int,
     try:
         return await coord.system_reads.run(sql, tables)
     except (duckdb.Error, pa.ArrowException, ValueError, TypeError) as e:
-        raised = from_runtime_marker(str(e)) if isinstance(e, duckdb.Error) else None
+        raised = _raised_by_query(e)
         if raised is not None and raised.sqlstate.startswith(NAME_ERRORS):
             # the query's own error: a name it looks up in the catalog names nothing (a reg*
             # cast, has_table_privilege ...); Spark fails the same way over the same
@@ -281,6 +281,15 @@ async def read(session: Session, spark: SparkPlan, params: list[Any], ts: int,
             raise raised from None
         log.info("system read on a replica instead: %s (DuckDB SQL: %.2000s)", e, sql)
         return None
+
+
+def _raised_by_query(e: Exception) -> WeirError | None:
+    """The error the query's own error() call raised, if that is what failed: DuckDB's
+    other errors quote the query's text, markers included (a binder error is not one)."""
+    if not isinstance(e, duckdb.InvalidInputException):
+        return None
+    _, _, message = str(e).partition("Invalid Input Error: ")
+    return from_runtime_marker(message) if message.startswith(RUNTIME_MARKER) else None
 
 
 def _decimal_arithmetic(spark_sql: str, spark: SparkPlan) -> bool:
