@@ -61,6 +61,9 @@ def peers(pg_server: PgServer, server: WeirServer) -> Iterator[Peers]:  # noqa: 
             assert out.ok, (s, out.show())
     yield Peers(pg, f"{server.dsn} options='-c search_path=diff_plain'",
                 f"{server.dsn} options='-c search_path=diff_ix'")
+    with server.connect() as w:  # the indexes would keep the shared replica busy for every later file
+        for schema in ("diff_ix", "diff_plain"):
+            w.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 def _in_schema(stmt: str, schema: str) -> str:
