@@ -117,6 +117,7 @@ def _kill(c: psycopg.Connection, srv: WeirServer, replica: str, oid: str) -> int
     return pid
 
 
+@pytest.mark.timeout(600)  # a kill -9, a server restart and three hydrations: 137 s idle, >300 s in CI
 def test_expectations_survive_a_replica_kill_and_a_server_restart(srv: WeirServer) -> None:
     """The rows each plan node produced in a completed hydration are what its later
     hydrations expect, through a restarted replica (kill -9) and a server restart: a

@@ -28,12 +28,14 @@ def _updates(writer: str, lower: int) -> pa.Table:
 
 
 def _writer(
-    shard, name: str, wins: list, losses: list, errors: list, barrier: threading.Barrier, pause: float = 0.0
+    shard, name: str, wins: list, losses: list, errors: list, barrier: threading.Barrier, pause: float = 0.0,
+    more: threading.Event | None = None,
 ) -> None:
+    """Writes intervals up to TARGET, and on while `more` is set (up to 10 times as many)."""
     try:
         barrier.wait()
         upper = shard.frontiers().upper
-        while upper < TARGET:
+        while upper < TARGET or (more is not None and more.is_set() and upper < 10 * TARGET):
             try:
                 shard.compare_and_append(_updates(name, upper), upper, upper + 2, 0)
                 wins.append((name, upper))
@@ -95,6 +97,8 @@ def test_writers_race_with_a_compactor(tmp_path: Path) -> None:
     losses: list = []
     errors: list = []
     done = threading.Event()
+    more = threading.Event()  # the writers go on until a compaction has committed amid them
+    more.set()
     results: list = []
 
     def compactor() -> None:
@@ -104,6 +108,8 @@ def test_writers_race_with_a_compactor(tmp_path: Path) -> None:
                 upper = shard.frontiers().upper
                 shard.downgrade_since(max(0, upper - 6))
                 results.append(shard.compact())
+                if results[-1].committed:
+                    more.clear()
         except BaseException as e:
             errors.append(e)
 
@@ -111,7 +117,7 @@ def test_writers_race_with_a_compactor(tmp_path: Path) -> None:
     # Writers pause a little between intervals (like ticks); back-to-back appends can starve
     # compaction, which then gives up and is retried later (correctness is what matters).
     threads = [
-        threading.Thread(target=_writer, args=(h, n, wins, losses, errors, barrier, 0.01)) for n, h in handles
+        threading.Thread(target=_writer, args=(h, n, wins, losses, errors, barrier, 0.01, more)) for n, h in handles
     ]
     comp = threading.Thread(target=compactor)
     comp.start()

@@ -13,6 +13,7 @@ import functools
 import itertools
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 _N = "__weir_n"
 _I = "__weir_i"
+_NESTED_LOOP = re.compile(r"\b(BroadcastNestedLoopJoin|CartesianProduct)\b")
 
 
 def _quote(name: str) -> str:
@@ -324,7 +326,13 @@ class SparkEngine:
         self.sc.setJobDescription(f"peek {tag}")
         try:
             session = self._session(inputs, timestamp)
-            return session.sql(sql).toArrow()
+            df = session.sql(sql)
+            if _NESTED_LOOP.search(df._jdf.queryExecution().sparkPlan().toString()):
+                # Generated code loops over a nested-loop join's build side checking for a kill
+                # only once per 1,000 streamed rows: a canceled cross join kept the replica's
+                # core for minutes. The interpreted operators stop within a second.
+                session.conf.set("spark.sql.codegen.wholeStage", "false")
+            return df.toArrow()
         finally:
             self.sc.removeJobTag(tag)
             self.sc.setJobDescription(None)  # type: ignore[arg-type]
