@@ -358,6 +358,69 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
         env.drop(f"red_{s}")
 
 
+def test_views_from_deltas_take_an_interval_of_many_times_in_one_step(env: Env) -> None:
+    """An input written many times a second (one timestamp per write) is taken by a view kept
+    from deltas (reduce, linear) in one step per interval, whatever its number of times: at
+    16 times a step a join + aggregate view over a table written ten times a second fell
+    ever further behind (bench/freshness.py saw no change within a minute)."""
+    env.online("r2", 1)
+    inp = env.input("many_in")
+    inp.append([((1, 1), 1), ((2, 2), 1)], 600, upper=601)
+    outs = {"reduce": env.store.create_shard("many_reduce", [("k", T.INT4, True), ("s", T.INT8, True)],
+                                             initial_upper=600),
+            "linear": env.store.create_shard("many_linear", [("k", T.INT4, True), ("v", T.INT8, True)],
+                                             initial_upper=600)}
+    sqls = {"reduce": "SELECT k, sum(v) AS s FROM weir_m GROUP BY k",
+            "linear": "SELECT k, v FROM weir_m WHERE v % 2 = 0"}
+    for strategy, out in outs.items():
+        assert env.create(f"many_{strategy}", sqls[strategy], {"weir_m": "many_in"}, out, as_of=600,
+                          strategy=strategy) == strategy
+    for out in outs.values():
+        wait_upper(out, 601, timeout=300)
+
+    def computed() -> dict[str, int]:
+        """Steps that ran Spark work, per view, over both replicas, once both report the upper."""
+        deadline = time.monotonic() + 60
+        while True:
+            runs = {(r, d): env.ctl.replicas[r].last_status.get("dataflows", {}).get(f"many_{d}", {})
+                    for r in ("r1", "r2") for d in outs}
+            if all(st.get("write_frontier") == outs[d].frontiers().upper for (_, d), st in runs.items()):
+                return {d: sum(st.get("computed", 0) for (_, e), st in runs.items() if e == d) for d in outs}
+            assert time.monotonic() < deadline, runs
+            time.sleep(0.2)
+
+    before = computed()
+    # 40 writes at 40 times, durable in one append: one interval for the views
+    times = list(range(610, 650))
+    rows = [((k % 5, k), 1) for k in range(40)]
+    f = inp.shard.frontiers()
+    data = pa.table({"k": pa.array([r[0] for r, _ in rows], pa.int32()),
+                     "v": pa.array([r[1] for r, _ in rows], pa.int64()),
+                     "mz_timestamp": pa.array(times, pa.int64()), "mz_diff": pa.array([1] * 40, pa.int64())})
+    inp.shard.compare_and_append(data, f.upper, 651, 0)
+    inp.updates += [(r, t, d) for (r, d), t in zip(rows, times, strict=True)]
+    env.announce({"many_in": 651})
+    for out in outs.values():
+        wait_upper(out, 651, timeout=300)
+    steps = {d: n - before[d] for d, n in computed().items()}
+    # one step each on whichever replica won (the other may have computed it too, then lost)
+    assert all(1 <= n <= 2 for n in steps.values()), steps
+
+    def reduce_query(t: int) -> Counter[Row]:
+        sums_: Counter[int] = Counter()
+        for (k, v), n in inp.at(t).items():
+            sums_[k] += v * n
+        return Counter({(k, v): 1 for k, v in sums_.items()})
+
+    def linear_query(t: int) -> Counter[Row]:
+        return Counter({r: n for r, n in inp.at(t).items() if r[1] % 2 == 0})
+
+    assert output_log(outs["reduce"], 651) == expected_log(reduce_query, [600, *times])
+    assert output_log(outs["linear"], 651) == expected_log(linear_query, [600, *times])
+    for d in outs:
+        env.drop(f"many_{d}")
+
+
 @pytest.mark.timeout(900)
 def test_join_strategies_match_recompute_under_random_changes(env: Env) -> None:
     """A delta join (strategy "join"), a join + GROUP BY (strategy "reduce" over a delta

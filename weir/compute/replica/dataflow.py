@@ -85,7 +85,11 @@ log = logging.getLogger(__name__)
 
 TICK = 1.0
 MAX_BACKOFF = 10.0
-MAX_TIMES_PER_STEP = 16
+MAX_TIMES_PER_STEP = 16  # recompute: one evaluation of the query per time
+# From deltas (linear, incremental) one job takes an interval's updates at all their times:
+# at 16 times a step, a join view over a table written ten times a second fell ever further
+# behind (each step ~1 s of Spark for 1.6 s of input under load).
+MAX_TIMES_PER_DELTA_STEP = 1024
 class Host(Protocol):
     """What a dataflow needs from its replica (every method is thread-safe)."""
 
@@ -423,7 +427,15 @@ class Dataflow:
         ordered = sorted(times)
         # after an error the output lacks that time's changes: recompute (never linear) until clean
         erring = self._errs is not None and (bool(self._errs.current()) or self._errs.ahead_of(lower))
-        limit = 1 if self._narrow or erring else MAX_TIMES_PER_STEP
+        linear = self._linear_sql is not None and lower > self.spec.as_of and since < lower and not erring
+        incremental = not linear and bool(ordered) and self._incremental is not None and not erring and (
+            since < lower if lower > self.spec.as_of else self._output_empty(lower))
+        if self._narrow or erring:
+            limit = 1
+        elif (linear or incremental) and self._thresholds is None:
+            limit = MAX_TIMES_PER_DELTA_STEP
+        else:
+            limit = MAX_TIMES_PER_STEP
         more = len(ordered) > limit
         if more:
             upper, ordered = ordered[limit], ordered[:limit]
@@ -435,10 +447,9 @@ class Dataflow:
         if ordered:
             self.stats["computed"] += 1
             try:
-                if self._linear_sql is not None and lower > self.spec.as_of and since < lower and not erring:
+                if linear:
                     updates = self._apply_linear(plans, lower, upper)
-                elif self._incremental is not None and not erring and (
-                        since < lower if lower > self.spec.as_of else self._output_empty(lower)):
+                elif incremental:
                     updates, result = self._apply_incremental(plans, ordered, lower, upper, floor)
                 else:
                     updates, result = self._recompute(plans, ordered, lower)
