@@ -299,6 +299,15 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
                                               initial_upper=400)
     assert env.create("red_d_reduce", "SELECT DISTINCT g, k % 3 AS m FROM weir_r WHERE v > 10",
                       {"weir_r": "red_in"}, outs["d_reduce"], as_of=400, strategy="reduce") == "reduce"
+    # arithmetic over aggregates and HAVING: a map and a filter after the groups
+    outs["p_reduce"] = env.store.create_shard("red_p_reduce", [("g", T.TEXT, True), ("x", T.INT8, True),
+                                                               ("c", T.INT8, True)], initial_upper=400)
+    assert env.create("red_p_reduce", "SELECT g, sum(v) * 2 + count(*) AS x, count(v) AS c FROM weir_r "
+                      "GROUP BY g HAVING count(*) > 2 AND sum(v) IS NOT NULL", {"weir_r": "red_in"},
+                      outs["p_reduce"], as_of=400, strategy="reduce") == "reduce"
+    outs["gp_reduce"] = env.store.create_shard("red_gp_reduce", [("n1", T.INT8, True)], initial_upper=400)
+    assert env.create("red_gp_reduce", "SELECT count(*) + 1 AS n1 FROM weir_r WHERE k = 3 HAVING count(*) > 0",
+                      {"weir_r": "red_in"}, outs["gp_reduce"], as_of=400, strategy="reduce") == "reduce"
     # what it cannot keep from deltas (max) it recomputes
     mx_out = env.store.create_shard("red_max", [("g", T.TEXT, True), ("mx", T.INT8, True)], initial_upper=400)
     assert env.create("red_max", "SELECT g, max(v) AS mx FROM weir_r GROUP BY g", {"weir_r": "red_in"},
@@ -338,22 +347,38 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
     def distinct_query(at: int) -> Counter[Row]:
         return Counter({(g, k % 3): 1 for (k, g, v), w in inp.at(at).items() if w > 0 and v is not None and v > 10})
 
+    def post_query(at: int) -> Counter[Row]:
+        groups: dict[Any, list[int]] = {}
+        for (_, g, v), w in inp.at(at).items():
+            acc = groups.setdefault(g, [0, 0, 0])
+            acc[0] += w
+            acc[1] += w if v is not None else 0
+            acc[2] += w * (v or 0)
+        return Counter({(g, s * 2 + n, c): 1 for g, (n, c, s) in groups.items() if n > 2 and c > 0})
+
+    def global_post_query(at: int) -> Counter[Row]:
+        n = sum(w for (k, _, _), w in inp.at(at).items() if k == 3)
+        return Counter({(n + 1,): 1} if n > 0 else {})
+
     env.announce({"red_in": t + 5})
     logs = {s: output_log(out, wait_upper(out, t + 5)) for s, out in outs.items()}
     assert logs["d_reduce"] == expected_log(distinct_query, times)
     assert logs["reduce"] == expected_log(query, times)
     assert logs["g_reduce"] == expected_log(global_query, times)
+    assert logs["p_reduce"] == expected_log(post_query, times)
+    assert logs["gp_reduce"] == expected_log(global_post_query, times)
+    assert any(not global_post_query(at) for at in times) and any(global_post_query(at) for at in times)
     assert any(global_query(at) == Counter({(0, 0, None): 1}) for at in times), "never empty: a weak test"
     assert any(global_query(at) != Counter({(0, 0, None): 1}) for at in times), "always empty: a weak test"
     # still kept from deltas on both replicas (a failure of its own would have fallen back)
     deadline = time.monotonic() + 30
     while True:
         runs = [env.ctl.replicas[r].last_status.get("dataflows", {}).get(d, {}) for r in ("r1", "r2")
-                for d in ("red_reduce", "red_g_reduce", "red_d_reduce")]
+                for d in ("red_reduce", "red_g_reduce", "red_d_reduce", "red_p_reduce", "red_gp_reduce")]
         if all(s.get("write_frontier") == t + 5 for s in runs) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert [s.get("strategy") for s in runs] == ["reduce"] * 6, runs
+    assert [s.get("strategy") for s in runs] == ["reduce"] * 10, [(s.get("strategy"), s.get("explanation")) for s in runs]
     for s in outs:
         env.drop(f"red_{s}")
 

@@ -34,14 +34,16 @@ def test_distinct_is_a_group_by_of_its_select_list() -> None:
 
 
 @pytest.mark.parametrize("sql", [
-    "SELECT 1 AS one, COUNT(*) AS n FROM t",  # a constant beside a global aggregate
     "SELECT DISTINCT g, COUNT(*) AS n FROM t GROUP BY g",
     "SELECT DISTINCT COUNT(*) AS n FROM t",
     "SELECT DISTINCT * FROM t",
     "SELECT g, MAX(v) AS m FROM t GROUP BY g",
     "SELECT g, COUNT(DISTINCT v) AS n FROM t GROUP BY g",
-    "SELECT g, SUM(v) + 1 AS s FROM t GROUP BY g",
-    "SELECT g, COUNT(*) AS n FROM t GROUP BY g HAVING COUNT(*) > 1",
+    "SELECT g, SUM(v) + MAX(v) AS s FROM t GROUP BY g",  # max inside an expression
+    "SELECT g, COUNT(*) AS n FROM t GROUP BY g HAVING MAX(v) > 1",
+    "SELECT g, SUM(v) + v AS s FROM t GROUP BY g",  # v outside an aggregate, not a key
+    "SELECT g, COUNT(*) AS n FROM t GROUP BY g HAVING v > 1",
+    "SELECT DISTINCT g FROM t HAVING COUNT(*) > 1",
     "SELECT g, COUNT(*) AS n FROM t GROUP BY g LIMIT 3",
     "SELECT v, COUNT(*) AS n FROM t GROUP BY g",  # v is not a key
     "SELECT g, COUNT(*) AS n FROM t GROUP BY ROLLUP (g)",
@@ -60,3 +62,27 @@ def test_arguments_become_the_integers_their_accumulators_add() -> None:
     assert sql == ("SELECT g AS __k0, TRY_CAST(TRY_MULTIPLY((v), 100) AS BIGINT) AS __a0, "
                    "IF((name) IS NULL, CAST(NULL AS BIGINT), CAST(1 AS BIGINT)) AS __a1, n AS __a2, "
                    "NOT (v) IS NULL AND TRY_CAST(TRY_MULTIPLY((v), 100) AS BIGINT) IS NULL AS __o0 FROM t")
+
+
+def test_expressions_over_groups_and_having_are_a_map_and_filter_after_them() -> None:
+    """weir's avg (its sum and count, divided), arithmetic over aggregates and HAVING: the
+    groups keep each distinct count / sum once; the select list and HAVING read them."""
+    s = shape("SELECT g, SUM(v) * 2 AS s2, weir_numeric('div', SUM(CAST(v AS DECIMAL(38, 10))), COUNT(v)) AS a, "
+              "COUNT(*) AS n FROM weir_u1 AS `t` WHERE v > 1 GROUP BY g HAVING COUNT(*) > 1 AND g <> 'x'")
+    assert (s.keys, s.arguments, s.is_global) == (1, 3, False)
+    assert s.outputs == (Output("key", 0), Output("sum", 0), Output("sum", 1), Output("count", 2),
+                         Output("count", None))
+    assert s.pre_sql == ("SELECT g AS __k0, v AS __a0, CAST(v AS DECIMAL(38, 10)) AS __a1, v AS __a2 "
+                         "FROM weir_u1 AS `t` WHERE v > 1")
+    assert s.groups_sql == ("SELECT g AS __g0, SUM(v) AS __g1, SUM(CAST(v AS DECIMAL(38, 10))) AS __g2, "
+                            "COUNT(v) AS __g3, COUNT(*) AS __g4 FROM weir_u1 AS `t` WHERE v > 1 GROUP BY g")
+    assert s.post_sql == ("SELECT __g0 AS __c0, __g1 * 2 AS __c1, WEIR_NUMERIC('div', __g2, __g3) AS __c2, "
+                          "__g4 AS __c3, __weir_t, __weir_n FROM __weir_groups WHERE __g4 > 1 AND __g0 <> 'x'")
+    # a global aggregate's HAVING: its one row comes and goes
+    g = shape("SELECT SUM(v) AS s FROM t HAVING COUNT(*) > 0")
+    assert g.is_global and g.post_sql == "SELECT __g1 AS __c0, __weir_t, __weir_n FROM __weir_groups WHERE __g2 > 0"
+    # a constant beside a global aggregate
+    assert shape("SELECT 1 AS one, COUNT(*) AS n FROM t").post_sql == (
+        "SELECT 1 AS __c0, __g1 AS __c1, __weir_t, __weir_n FROM __weir_groups")
+    # keys and aggregates alone need no map: the groups are the view
+    assert shape("SELECT g, COUNT(*) AS n FROM t GROUP BY g").post_sql is None

@@ -13,8 +13,11 @@ Spark job per interval; its work follows the change and the groups it touches.
 
 SELECT DISTINCT is a GROUP BY of its select list. A global aggregate (no GROUP BY) is
 one group of a constant key whose row never vanishes: while its input is empty it is
-count 0 and NULL sums, as SQL has it. Anything else (HAVING, DISTINCT ON, min / max,
-float sums, keys of nested or floating types ...) raises NotReducible and the dataflow
+count 0 and NULL sums, as SQL has it. Select items that compute with aggregates and keys
+(`sum(v) * 2`, weir's avg: its sum and count, divided) and HAVING are a map and a filter
+after the groups: each touched group's -old / +new rows go through them on Spark (a
+filter and a map of updates are updates). Anything else (DISTINCT ON, min / max, float
+sums, keys of nested or floating types ...) raises NotReducible and the dataflow
 recomputes. A sum that could leave 64 bits raises Overflow: the dataflow falls back to
 recomputing.
 """
@@ -43,7 +46,8 @@ from weir.compute.replica.linear import DIFF, TIME, NotLinear, linear_rewrite
 
 HASH, PART, RUNS = "__weir_h", "__weir_part", "__weir_runs"
 LIMIT = 2.0 ** 62  # accumulators past this could overflow 64 bits: recompute instead
-_SELECT_ARGS = frozenset({"expressions", "from_", "where", "group", "order", "distinct"})
+_SELECT_ARGS = frozenset({"expressions", "from_", "where", "group", "having", "order", "distinct"})
+GROUPS = "__weir_groups"  # the groups' -old / +new rows, as the map and filter after them read them
 
 
 class NotReducible(Exception):  # noqa: N818 - a reason, not a failure
@@ -67,9 +71,26 @@ class Output:
 class Shape:
     keys: int
     arguments: int
-    outputs: tuple[Output, ...]
+    outputs: tuple[Output, ...]  # the groups' columns (with post_sql: keys, then aggregates)
     pre_sql: str  # SELECT __k0.., __a0.. FROM ... WHERE ... (Spark SQL)
     is_global: bool = False  # no GROUP BY: one group (key TRUE) with a row even when empty
+    # the select list and HAVING over the groups' columns (GROUPS, by position), when they
+    # are more than keys and aggregates; `groups_sql` is the query of those columns
+    post_sql: str | None = None
+    groups_sql: str | None = None
+
+
+def _group_column(i: int) -> str:
+    return f"__g{i}"
+
+
+def _aggregate(node: exp.Expression) -> tuple[str, exp.Expression | None] | None:
+    """(kind, argument) of a count / sum it keeps; None for anything else."""
+    if isinstance(node, exp.Count) and not isinstance(node.this, exp.Distinct):
+        return ("count", None if node.this is None or isinstance(node.this, exp.Star) else node.this)
+    if isinstance(node, exp.Sum) and not isinstance(node.this, exp.Distinct):
+        return ("sum", node.this)
+    return None
 
 
 def shape(sql: str) -> Shape:
@@ -89,8 +110,9 @@ def shape(sql: str) -> Shape:
                 raise NotReducible(f"GROUP BY {key}")
     items = [item.this if isinstance(item, exp.Alias) else item for item in tree.expressions]
     distinct = tree.args.get("distinct")
+    having = tree.args.get("having")
     if distinct is not None:  # SELECT DISTINCT x, y: GROUP BY x, y
-        if distinct.args.get("on") is not None or group is not None:
+        if distinct.args.get("on") is not None or group is not None or having is not None:
             raise NotReducible("DISTINCT ON, or DISTINCT with GROUP BY")
         if any(isinstance(n, (exp.AggFunc, exp.Star)) for e in items for n in e.walk()):
             raise NotReducible("DISTINCT over aggregates or *")
@@ -99,20 +121,61 @@ def shape(sql: str) -> Shape:
     keys: list[exp.Expression] = [exp.true()] if is_global else list(group.expressions)
     arguments: list[exp.Expression] = []
     outputs: list[Output] = []
+
+    def output(kind: str, argument: exp.Expression | None) -> Output:
+        if argument is None:
+            return Output(kind, None)
+        arguments.append(argument)
+        return Output(kind, len(arguments) - 1)
+
+    plain = having is None
     for e in items:
-        if isinstance(e, exp.Count) and not isinstance(e.this, exp.Distinct):
-            if e.this is None or isinstance(e.this, exp.Star):
-                outputs.append(Output("count", None))
-            else:
-                arguments.append(e.this)
-                outputs.append(Output("count", len(arguments) - 1))
-        elif isinstance(e, exp.Sum) and not isinstance(e.this, exp.Distinct):
-            arguments.append(e.this)
-            outputs.append(Output("sum", len(arguments) - 1))
+        if (agg := _aggregate(e)) is not None:
+            outputs.append(output(*agg))
         elif not is_global and any(e == k for k in keys):
             outputs.append(Output("key", next(i for i, k in enumerate(keys) if e == k)))
         else:
-            raise NotReducible(f"{e.sql(dialect='spark')[:60]} is neither a group key nor count / sum")
+            plain = False
+            break
+    post_sql = groups_sql = None
+    if not plain:  # the groups' keys and aggregates, then the select list and HAVING over them
+        arguments.clear()
+        outputs = [Output("key", i) for i in range(len(keys))]
+        found: list[exp.Expression] = []
+
+        def over_groups(node: exp.Expression) -> exp.Expression:
+            if not is_global and any(node == k for k in keys):
+                return exp.column(_group_column(next(i for i, k in enumerate(keys) if node == k)))
+            if isinstance(node, exp.AggFunc):
+                if (agg := _aggregate(node)) is None:
+                    raise NotReducible(f"{node.sql(dialect='spark')[:60]} is not count / sum")
+                if not any(node == f for f in found):
+                    found.append(node)
+                    outputs.append(output(*agg))
+                return exp.column(_group_column(len(keys) + next(j for j, f in enumerate(found) if node == f)))
+            return node
+
+        post = exp.Select(expressions=[
+            exp.alias_(e.transform(over_groups), io.pos(i)) for i, e in enumerate(items)])
+        post.set("expressions", [*post.expressions, exp.column(TIME), exp.column(io.N)])
+        post.set("from_", exp.From(this=exp.to_table(GROUPS)))
+        if having is not None:
+            post.set("where", exp.Where(this=having.this.transform(over_groups)))
+        for n in post.walk():
+            if isinstance(n, exp.Column) and n.name not in (*map(_group_column, range(len(outputs))), TIME, io.N):
+                raise NotReducible(f"{n.sql(dialect='spark')} is neither a group key nor in an aggregate")
+            if isinstance(n, (exp.Window, exp.Subquery, exp.Select)) and n is not post:
+                raise NotReducible("a window or subquery over the groups")
+        post_sql = post.sql(dialect="spark")
+        inner = exp.Select(expressions=[
+            *(exp.alias_(k.copy(), _group_column(i)) for i, k in enumerate(keys)),
+            *(exp.alias_(f.copy(), _group_column(len(keys) + j)) for j, f in enumerate(found))])
+        inner.set("from_", tree.args["from_"].copy())
+        if tree.args.get("where") is not None:
+            inner.set("where", tree.args["where"].copy())
+        if not is_global:
+            inner.set("group", exp.Group(expressions=[k.copy() for k in keys]))
+        groups_sql = inner.sql(dialect="spark")
     for part in (*keys, *arguments, tree.args.get("where")):
         if part is not None and any(isinstance(n, (exp.AggFunc, exp.Window, exp.Subquery, exp.Select))
                                     for n in part.walk()):
@@ -122,7 +185,8 @@ def shape(sql: str) -> Shape:
     pre.set("from_", tree.args["from_"].copy())
     if tree.args.get("where") is not None:
         pre.set("where", tree.args["where"].copy())
-    return Shape(len(keys), len(arguments), tuple(outputs), pre.sql(dialect="spark"), is_global)
+    return Shape(len(keys), len(arguments), tuple(outputs), pre.sql(dialect="spark"), is_global,
+                 post_sql, groups_sql)
 
 
 _KEY_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "StringType", "BooleanType",
@@ -131,13 +195,14 @@ _KEY_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "StringType", 
 
 def _scale(t: Any) -> int:
     """0 for an integer; a decimal's scale (its sum is kept as the sum of its unscaled
-    values, exactly; a value whose unscaled form leaves 64 bits gives up: Overflow) when
-    Spark can scale it without rounding; else NotReducible (floating sums are not exact)."""
+    values, exactly; a value whose unscaled form leaves 64 bits gives up: Overflow); else
+    NotReducible (floating sums are not exact)."""
     if _integral(t):
         return 0
-    # Spark multiplies decimals without rounding while the result fits 38 digits or keeps
-    # a scale up to 6 (spark.sql.decimalOperations.allowPrecisionLoss)
-    if type(t).__name__ == "DecimalType" and (t.scale <= 6 or t.precision + t.scale + 2 <= 38):
+    # x * 10^scale is an integer: where Spark's product type keeps fewer fractional digits
+    # (spark.sql.decimalOperations.allowPrecisionLoss: at least min(scale, 6)) it rounds
+    # only zeros away, and a product past the type is NULL (TRY_MULTIPLY): Overflow
+    if type(t).__name__ == "DecimalType":
         return int(t.scale)
     raise NotReducible(f"count / sum of {t.simpleString()}")
 
@@ -188,7 +253,9 @@ class Reduce(Incremental):
         # a count's argument counts as 1 when not NULL, whatever its type)
         counted = {o.index for o in self.shape.outputs if o.kind == "count" and o.index is not None}
         self.scales = [0 if i in counted else _scale(f.dataType) for i, f in enumerate(fields[self.shape.keys:])]
-        for out, f in zip(self.shape.outputs, schema.fields, strict=True):
+        # the groups' columns: the view's own, or (with a map / filter after) their query's
+        groups = schema if self.shape.groups_sql is None else analyse(self.shape.groups_sql)
+        for out, f in zip(self.shape.outputs, groups.fields, strict=True):
             if out.kind == "sum" and self.scales[out.index or 0] and _scale(f.dataType) == self.scales[out.index or 0]:
                 continue  # a decimal's sum: the unscaled sum, scaled back (`_changes`)
             if out.kind != "key" and not _integral(f.dataType):
@@ -198,7 +265,7 @@ class Reduce(Incremental):
                                              source.names)
         except NotLinear as e:
             raise NotReducible(f"its input is not linear: {e}") from None
-        self.schema, self.pre_schema, self.partitions = schema, pre_schema, partitions
+        self.schema, self.groups, self.pre_schema, self.partitions = schema, groups, pre_schema, partitions
         self.width = 1 + 2 * self.shape.arguments  # count(*), then per argument non-NULL count and sum
         self.own = os.path.join(directory, "reduce")
         self.manifest = runs.Manifest(self.own, partitions, ("groups",))
@@ -263,8 +330,36 @@ class Reduce(Incremental):
             first = retracts.index(True)
             return out.filter(pa.array([i != first for i in range(out.num_rows)]))
         zeros = {f"{p}{i}": pa.array([0], pa.int64()) for p in ("__b", "__e") for i in range(self.width)}
-        empty = self._changes(pa.table({TIME: pa.array([floor], pa.int64()), **zeros}))
+        empty = self._changes(pa.table({"__k0": pa.array([True]), TIME: pa.array([floor], pa.int64()), **zeros}))
         return pa.concat_tables([empty.filter(pc.equal(empty.column(io.N), 1)).cast(out.schema), out])
+
+    def interval(self, new_session: Callable[[], Any], inputs: Any, changed: Any, lower: int, upper: int,
+                 floor: int, hydrating: bool, job: Job) -> pa.Table:
+        out = super().interval(new_session, inputs, changed, lower, upper, floor, hydrating, job)
+        return out if self.shape.post_sql is None else self._after_groups(new_session, out)
+
+    def _after_groups(self, new_session: Callable[[], Any], changes: pa.Table) -> pa.Table:
+        """The select list and HAVING over the groups' -old / +new rows (a map and a filter
+        of updates), on Spark: the same functions, types and errors as the query's."""
+        from pyspark.sql.pandas.types import to_arrow_type
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        targets = [to_arrow_type(f.dataType) for f in self.schema.fields]
+        if changes.num_rows:
+            fields = [StructField(_group_column(i), f.dataType, True) for i, f in enumerate(self.groups.fields)]
+            session = new_session()
+            session.createDataFrame(
+                changes.rename_columns([*(f.name for f in fields), io.TIME, io.N]),
+                StructType([*fields, StructField(io.TIME, LongType(), True), StructField(io.N, LongType(), True)]),
+            ).createOrReplaceTempView(GROUPS)
+            assert self.shape.post_sql is not None
+            out = session.sql(self.shape.post_sql).toArrow()
+        else:
+            out = pa.table([*(pa.array([], t) for t in targets), pa.array([], pa.int64()), pa.array([], pa.int64())],
+                           names=[*(io.pos(i) for i in range(len(targets))), io.TIME, io.N])
+        return pa.table([*(out.column(i).cast(t) for i, t in enumerate(targets)),
+                         out.column(io.TIME).cast(pa.int64()), out.column(io.N).cast(pa.int64())],
+                        names=[*(io.pos(i) for i in range(len(targets))), io.TIME, io.N])
 
     def _changes(self, steps: pa.Table) -> pa.Table:
         """Each touched group's -old (if it had rows, or is a global aggregate's) and +new
@@ -275,7 +370,7 @@ class Reduce(Incremental):
         for prefix, sign in (("__b", -1), ("__e", 1)):
             live = steps if self.shape.is_global else steps.filter(pc.greater(steps.column(f"{prefix}0"), 0))
             cols = []
-            for out, f in zip(self.shape.outputs, self.schema.fields, strict=True):
+            for out, f in zip(self.shape.outputs, self.groups.fields, strict=True):
                 target = to_arrow_type(f.dataType)
                 if out.kind == "key":
                     cols.append(live.column(f"__k{out.index}").cast(target))
