@@ -308,6 +308,13 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
     outs["gp_reduce"] = env.store.create_shard("red_gp_reduce", [("n1", T.INT8, True)], initial_upper=400)
     assert env.create("red_gp_reduce", "SELECT count(*) + 1 AS n1 FROM weir_r WHERE k = 3 HAVING count(*) > 0",
                       {"weir_r": "red_in"}, outs["gp_reduce"], as_of=400, strategy="reduce") == "reduce"
+    # bool_and / bool_or, count_if and FILTER: counts and sums of CASE WHEN
+    outs["b_reduce"] = env.store.create_shard("red_b_reduce", [
+        ("g", T.TEXT, True), ("ba", T.BOOL, True), ("bo", T.BOOL, True), ("ci", T.INT8, True),
+        ("cf", T.INT8, True), ("sf", T.INT8, True)], initial_upper=400)
+    assert env.create("red_b_reduce", "SELECT g, bool_and(v > 3) AS ba, bool_or(v > 10) AS bo, count_if(v > 5) AS ci, "
+                      "count(*) FILTER (WHERE k > 4) AS cf, sum(v) FILTER (WHERE k < 5) AS sf FROM weir_r GROUP BY g",
+                      {"weir_r": "red_in"}, outs["b_reduce"], as_of=400, strategy="reduce") == "reduce"
     # what it cannot keep from deltas (max) it recomputes
     mx_out = env.store.create_shard("red_max", [("g", T.TEXT, True), ("mx", T.INT8, True)], initial_upper=400)
     assert env.create("red_max", "SELECT g, max(v) AS mx FROM weir_r GROUP BY g", {"weir_r": "red_in"},
@@ -356,6 +363,18 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
             acc[2] += w * (v or 0)
         return Counter({(g, s * 2 + n, c): 1 for g, (n, c, s) in groups.items() if n > 2 and c > 0})
 
+    def bool_query(at: int) -> Counter[Row]:
+        groups: dict[Any, list[tuple[int, Any, int]]] = {}
+        for (k, g, v), w in inp.at(at).items():
+            groups.setdefault(g, []).extend([(k, v, 1)] * w)
+        out: Counter[Row] = Counter()
+        for g, rows in groups.items():
+            vs = [v for _, v, _ in rows if v is not None]
+            sf = [v for k, v, _ in rows if v is not None and k < 5]
+            out[(g, all(v > 3 for v in vs) if vs else None, any(v > 10 for v in vs) if vs else None,
+                 sum(v > 5 for v in vs), sum(k > 4 for k, _, _ in rows), sum(sf) if sf else None)] = 1
+        return out
+
     def global_post_query(at: int) -> Counter[Row]:
         n = sum(w for (k, _, _), w in inp.at(at).items() if k == 3)
         return Counter({(n + 1,): 1} if n > 0 else {})
@@ -367,6 +386,7 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
     assert logs["g_reduce"] == expected_log(global_query, times)
     assert logs["p_reduce"] == expected_log(post_query, times)
     assert logs["gp_reduce"] == expected_log(global_post_query, times)
+    assert logs["b_reduce"] == expected_log(bool_query, times)
     assert any(not global_post_query(at) for at in times) and any(global_post_query(at) for at in times)
     assert any(global_query(at) == Counter({(0, 0, None): 1}) for at in times), "never empty: a weak test"
     assert any(global_query(at) != Counter({(0, 0, None): 1}) for at in times), "always empty: a weak test"
@@ -374,11 +394,12 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
     deadline = time.monotonic() + 30
     while True:
         runs = [env.ctl.replicas[r].last_status.get("dataflows", {}).get(d, {}) for r in ("r1", "r2")
-                for d in ("red_reduce", "red_g_reduce", "red_d_reduce", "red_p_reduce", "red_gp_reduce")]
+                for d in ("red_reduce", "red_g_reduce", "red_d_reduce", "red_p_reduce", "red_gp_reduce",
+                          "red_b_reduce")]
         if all(s.get("write_frontier") == t + 5 for s in runs) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert [s.get("strategy") for s in runs] == ["reduce"] * 10, [(s.get("strategy"), s.get("explanation")) for s in runs]
+    assert [s.get("strategy") for s in runs] == ["reduce"] * 12, runs
     for s in outs:
         env.drop(f"red_{s}")
 

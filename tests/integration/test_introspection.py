@@ -214,9 +214,11 @@ def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
             "EXPLAIN PHYSICAL PLAN WITH (node_ids) FOR MATERIALIZED VIEW intro_ops_red"))
         assert pinned.startswith("Strategy on replica r1: reduce: ") and "MapInArrow" in pinned, pinned
         c.execute("DROP MATERIALIZED VIEW intro_ops_red")
-        # avg (a sum and a count, divided), arithmetic over aggregates and HAVING: a map and a
-        # filter after the groups, kept from deltas too; the view equals the query as a SELECT
-        avg_sql = "SELECT k, avg(v) AS a, sum(v) * 2 AS s2 FROM intro_ops GROUP BY k HAVING count(*) > 71"
+        # avg (a sum and a count, divided), arithmetic over aggregates, bool_or, FILTER and
+        # HAVING: counts and sums, then a map and a filter after the groups, kept from deltas
+        # too; the view equals the query as a SELECT
+        avg_sql = ("SELECT k, avg(v) AS a, sum(v) * 2 AS s2, bool_or(v > 499) AS big, count(*) FILTER (WHERE v > 250) AS f "
+                   "FROM intro_ops GROUP BY k HAVING count(*) > 71")
         c.execute(f"CREATE MATERIALIZED VIEW intro_ops_avg AS {avg_sql}")
         avg = "\n".join(r[0] for r in c.execute("EXPLAIN PHYSICAL PLAN FOR MATERIALIZED VIEW intro_ops_avg"))
         assert avg.startswith("Strategy on replica r1: reduce: "), avg

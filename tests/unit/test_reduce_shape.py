@@ -86,3 +86,16 @@ def test_expressions_over_groups_and_having_are_a_map_and_filter_after_them() ->
         "SELECT 1 AS __c0, __g1 AS __c1, __weir_t, __weir_n FROM __weir_groups")
     # keys and aggregates alone need no map: the groups are the view
     assert shape("SELECT g, COUNT(*) AS n FROM t GROUP BY g").post_sql is None
+
+
+def test_bool_and_or_count_if_and_filter_are_counts_and_sums() -> None:
+    s = shape("SELECT g, BOOL_AND(b) AS ba, BOOL_OR(b) AS bo, COUNT_IF(v > 1) AS ci, "
+              "COUNT(*) FILTER (WHERE v > 2) AS cf, SUM(v) FILTER (WHERE b) AS sf FROM t GROUP BY g")
+    assert s.groups_sql == ("SELECT g AS __g0, COUNT(b) AS __g1, COUNT(CASE WHEN b THEN 1 END) AS __g2, "
+                            "COUNT(CASE WHEN v > 1 THEN 1 END) AS __g3, COUNT(CASE WHEN v > 2 THEN 1 END) AS __g4, "
+                            "SUM(CASE WHEN b THEN v END) AS __g5 FROM t GROUP BY g")
+    assert s.post_sql == ("SELECT __g0 AS __c0, CASE WHEN __g1 = 0 THEN NULL ELSE __g1 = __g2 END AS __c1, "
+                          "CASE WHEN __g1 = 0 THEN NULL ELSE __g2 > 0 END AS __c2, __g3 AS __c3, __g4 AS __c4, "
+                          "__g5 AS __c5, __weir_t, __weir_n FROM __weir_groups")
+    with pytest.raises(NotReducible):
+        shape("SELECT g, COUNT(DISTINCT v) FILTER (WHERE b) AS n FROM t GROUP BY g")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -93,6 +94,36 @@ def _aggregate(node: exp.Expression) -> tuple[str, exp.Expression | None] | None
     return None
 
 
+def _when(condition: exp.Expression, value: exp.Expression) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=condition.copy(), true=value)])
+
+
+def _as_counts(node: exp.Expression) -> exp.Expression | None:
+    """An aggregate kept as counts and sums (None: not one of these): bool_and / bool_or
+    (NULL over no non-NULL value, else whether every / some one is true), count_if, and an
+    aggregate's FILTER (WHERE c) as its argument's CASE WHEN c."""
+    if isinstance(node, exp.Filter) and isinstance(node.this, (exp.Count, exp.Sum, exp.CountIf, exp.LogicalAnd,
+                                                               exp.LogicalOr)):
+        agg, where = node.this, node.expression.this
+        if isinstance(agg.this, exp.Distinct):
+            return None
+        if isinstance(agg, exp.Count) and (agg.this is None or isinstance(agg.this, exp.Star)):
+            return exp.Count(this=_when(where, exp.Literal.number(1)))
+        filtered = agg.copy()
+        filtered.set("this", _when(where, agg.this))
+        return filtered
+    if isinstance(node, exp.CountIf):
+        return exp.Count(this=_when(node.this, exp.Literal.number(1)))
+    if isinstance(node, (exp.LogicalAnd, exp.LogicalOr)):
+        values = exp.Count(this=node.this.copy())
+        trues = exp.Count(this=_when(node.this, exp.Literal.number(1)))
+        holds = (exp.EQ(this=values, expression=trues) if isinstance(node, exp.LogicalAnd)
+                 else exp.GT(this=trues, expression=exp.Literal.number(0)))
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=values.copy(), expression=exp.Literal.number(0)),
+                                    true=exp.Null())], default=holds)
+    return None
+
+
 def shape(sql: str) -> Shape:
     try:
         tree = sqlglot.parse_one(sql, read="spark")
@@ -146,6 +177,8 @@ def shape(sql: str) -> Shape:
         def over_groups(node: exp.Expression) -> exp.Expression:
             if not is_global and any(node == k for k in keys):
                 return exp.column(_group_column(next(i for i, k in enumerate(keys) if node == k)))
+            if (counted := _as_counts(node)) is not None:
+                return counted.transform(over_groups)
             if isinstance(node, exp.AggFunc):
                 if (agg := _aggregate(node)) is None:
                     raise NotReducible(f"{node.sql(dialect='spark')[:60]} is not count / sum")
@@ -229,6 +262,22 @@ def _as_integers(pre_sql: str, scales: list[int], counted: set[int]) -> str:
     return tree.sql(dialect="spark")
 
 
+def _check_after_groups(analyse: Callable[..., Any], post_sql: str, groups: Any, schema: Any) -> None:
+    """The map and filter after the groups must be one (no aggregate or window a function
+    sqlglot does not know might make of them) and give the view's very types."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    fields = [StructField(_group_column(i), f.dataType, True) for i, f in enumerate(groups.fields)]
+    df = analyse(post_sql, {GROUPS: StructType([*fields, StructField(TIME, LongType(), True),
+                                                StructField(io.N, LongType(), True)])})
+    plan = df._jdf.queryExecution().analyzed().toString()
+    if re.search(r"^[\s:+\-|]*(Aggregate|Window|Generate)\b", plan, re.M):
+        raise NotReducible("an aggregate, window or generator over the groups")
+    got = [f.dataType for f in df.schema.fields][:len(schema.fields)]
+    if got != [f.dataType for f in schema.fields]:
+        raise NotReducible("the select list over the groups is not of the view's types")
+
+
 def _integral(t: Any) -> bool:
     name = type(t).__name__
     return name in ("ByteType", "ShortType", "IntegerType", "LongType") or (
@@ -240,11 +289,11 @@ class Reduce(Incremental):
 
     def __init__(self, sql: str, source: Source, schema: Any, analyse: Callable[[str], Any],
                  partitions: int, directory: str) -> None:
-        """`analyse`: the Spark schema of a query over the source's views (raises if Spark
-        cannot run it); `directory`: the dataflow's state directory."""
+        """`analyse`: a query over the source's views and the named others, planned (raises
+        if Spark cannot run it); `directory`: the dataflow's state directory."""
         super().__init__(source, directory)
         self.shape = shape(sql)
-        pre_schema = analyse(self.shape.pre_sql)
+        pre_schema = analyse(self.shape.pre_sql).schema
         fields = list(pre_schema.fields)
         for f in fields[:self.shape.keys]:
             if type(f.dataType).__name__ not in _KEY_TYPES:
@@ -254,7 +303,9 @@ class Reduce(Incremental):
         counted = {o.index for o in self.shape.outputs if o.kind == "count" and o.index is not None}
         self.scales = [0 if i in counted else _scale(f.dataType) for i, f in enumerate(fields[self.shape.keys:])]
         # the groups' columns: the view's own, or (with a map / filter after) their query's
-        groups = schema if self.shape.groups_sql is None else analyse(self.shape.groups_sql)
+        groups = schema if self.shape.groups_sql is None else analyse(self.shape.groups_sql).schema
+        if self.shape.post_sql is not None:
+            _check_after_groups(analyse, self.shape.post_sql, groups, schema)
         for out, f in zip(self.shape.outputs, groups.fields, strict=True):
             if out.kind == "sum" and self.scales[out.index or 0] and _scale(f.dataType) == self.scales[out.index or 0]:
                 continue  # a decimal's sum: the unscaled sum, scaled back (`_changes`)

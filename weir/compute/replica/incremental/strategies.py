@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from weir.compute.replica.dataflow_spec import REDUCE
@@ -33,10 +33,13 @@ def build(strategy: str, dataflow_id: str, sql: str, inputs: Sequence[tuple[str,
         if strategy == REDUCE:
             ready = source
 
-            def analyse(query: str) -> Any:
+            def analyse(query: str, views: Mapping[str, Any] | None = None) -> Any:
+                """The query over the (empty) inputs and `views` (name: Spark schema)."""
                 session = new_session()
                 ready.register_empty(session)
-                return session.sql(query).schema
+                for name, view_schema in (views or {}).items():
+                    session.createDataFrame([], view_schema).createOrReplaceTempView(name)
+                return session.sql(query)
 
             return Reduce(sql, source, schema, analyse, partitions, directory), None
         assert delta is not None
