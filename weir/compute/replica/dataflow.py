@@ -160,9 +160,10 @@ class Dataflow:
     def explanation(self) -> str:
         """How it is maintained, the state it keeps, and why not as asked (EXPLAIN shows it)."""
         text = MAINTAINS[self.effective_strategy]
-        described = self._incremental.source.describe() if self._incremental is not None else ""
-        if described:
-            text += f"; {described}"
+        incremental = self._incremental
+        for described in (incremental.source.describe(), incremental.describe_own()) if incremental else ():
+            if described:
+                text += f"; {described}"
         if self.why_recompute and self.effective_strategy != self.spec.strategy:
             text += f"; not {self.spec.strategy}: {self.why_recompute}"
         return text

@@ -164,6 +164,10 @@ class Incremental:
         """Per stateful operator of its own (after the source's): (partition, records, runs, bytes)."""
         return []
 
+    def describe_own(self) -> str:
+        """What it does after its stateful operators (EXPLAIN), '' if nothing."""
+        return ""
+
     # -- shared --------------------------------------------------------------------------
 
     def updates(self, session: Any, inputs: Bound, lower: int | None, upper: int,

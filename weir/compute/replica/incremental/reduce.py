@@ -334,6 +334,12 @@ class Reduce(Incremental):
     def own_state(self) -> list[list[tuple[int, int, int, int]]]:
         return [self.manifest.sizes()["groups"]]
 
+    def describe_own(self) -> str:
+        if self.shape.post_sql is None:
+            return ""
+        return ("then the select list and HAVING over the groups' count(*), counts and sums, as a map and "
+                "filter of each touched group's old and new row (a second, small Spark job; no state)")
+
     def apply(self, updates: Any, job: Job) -> pa.Table:
         """Apply `updates` (the linear part's output: __k*, __a*, __weir_t, __weir_d)."""
         m = self.manifest
