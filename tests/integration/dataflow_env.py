@@ -61,10 +61,13 @@ class Env:
         return Input(self.store.create_shard(shard_id, columns, initial_upper=0), [])
 
     def create(self, dataflow_id: str, sql: str, inputs: dict[str, str], out: Shard, as_of: int,
-               strategy: str = "recompute") -> str:
+               strategy: str = "recompute", min_updates: int = 0) -> str:
         specs = [{"name": name, "shard_id": sid} for name, sid in inputs.items()]
         return self.lt.run(self.ctl.create_dataflow("c1", dataflow_id, sql, specs, out.shard_id,
-                                                    as_of, strategy))
+                                                    as_of, strategy, min_updates=min_updates))
+
+    def status(self, replica_id: str, dataflow_id: str) -> dict[str, Any]:
+        return dict(self.ctl.replicas[replica_id].last_status.get("dataflows", {}).get(dataflow_id, {}))
 
     def drop(self, dataflow_id: str) -> None:
         self.lt.run(self.ctl.drop_dataflow("c1", dataflow_id))

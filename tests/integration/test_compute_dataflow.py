@@ -303,6 +303,54 @@ def test_reduce_strategy_matches_the_query_under_random_changes(env: Env) -> Non
         env.drop(f"red_{s}")
 
 
+def test_small_inputs_recompute_until_they_pass_the_threshold(env: Env) -> None:
+    """A reduce view with min_updates 40 recomputes while its input holds fewer updates
+    (no state built), then keeps its groups from deltas once it holds more; its changes are
+    the query's at every time across the switch, on both replicas."""
+    inp = env.input("small_in")
+    out = env.store.create_shard("small_out", [("k", T.INT4, True), ("n", T.INT8, True), ("s", T.INT8, True)],
+                                 initial_upper=700)
+    inp.append([((k % 3, k), 1) for k in range(10)], 700, upper=701)
+    sql = "SELECT k, count(*) AS n, sum(v) AS s FROM weir_s GROUP BY k"
+    assert env.create("small", sql, {"weir_s": "small_in"}, out, as_of=700, strategy="reduce", min_updates=40) == "reduce"
+
+    def query(at: int) -> Counter[Row]:
+        groups: dict[int, list[int]] = {}
+        for (k, v), w in inp.at(at).items():
+            acc = groups.setdefault(k, [0, 0])
+            acc[0] += w
+            acc[1] += w * v
+        return Counter({(k, n, s): 1 for k, (n, s) in groups.items() if n})
+
+    times, t = [700], 700
+    for _ in range(3):  # 10 + 3 * 5 < 40 updates: recomputed
+        t += 2
+        inp.append([((t % 3, t), 1), ((1, 1), -1), ((1, 1), 1), ((2, t), 1), ((0, 5), 1)], t, upper=t + 1)
+        times.append(t)
+        env.announce({"small_in": t + 1})
+        wait_upper(out, t + 1)
+    small = [env.status(r, "small") for r in ("r1", "r2")]
+    assert all(s.get("small", 0) > 0 and not any(row[1] for op in s.get("state", []) for row in op)
+               for s in small if s), small
+    assert any(small), small
+    for _ in range(3):  # past 40: kept from deltas, its state built from the inputs
+        t += 2
+        inp.append([((k % 3, k), 1) for k in range(t, t + 8)] + [((0, 5), -1)], t, upper=t + 1)
+        times.append(t)
+        env.announce({"small_in": t + 1})
+        wait_upper(out, t + 1)
+    assert output_log(out, t + 1) == expected_log(query, times)
+    deadline = time.monotonic() + 30
+    while True:
+        big = [env.status(r, "small") for r in ("r1", "r2")]
+        built = [s for s in big if s and sum(row[1] for op in s.get("state", []) for row in op) > 0]
+        if built or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert built and all(s.get("strategy") == "reduce" for s in built), big
+    env.drop("small")
+
+
 def test_views_from_deltas_take_an_interval_of_many_times_in_one_step(env: Env) -> None:
     """An input written many times a second (one timestamp per write) is taken by a view kept
     from deltas (reduce, linear) in one step per interval, whatever its number of times: at

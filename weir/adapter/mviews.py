@@ -44,6 +44,7 @@ def is_linear(q: exp.Expression) -> bool:
 
 
 GLOBAL_AGGREGATES_VAR = "enable_incremental_global_aggregates"
+MIN_UPDATES_VAR = "incremental_min_updates"
 
 
 def grouped(q: exp.Expression, global_aggregates: bool = False) -> bool:
@@ -150,6 +151,8 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         strategy = ("linear" if is_linear(qualified) else "reduce" if grouped(qualified, global_aggregates)
                     else "join" if joined(qualified) else "recompute")
     definition["strategy"] = strategy
+    if strategy in ("reduce", "join"):
+        definition["min_updates"] = int(session.get_var(MIN_UPDATES_VAR))
     await coord.builtin_writes_settled(inputs)  # a DDL just before is in its snapshot
     as_of = query.choose_timestamp(session, inputs, for_write=True)
     hold = coord.storage.acquire_read_hold(list(inputs), as_of)  # before any await
@@ -222,7 +225,7 @@ async def install_dataflow(coord: Coordinator, item: Item, as_of: int, hold: Any
                                             errors_shard_id=errors_shard_id,
                                             thresholds_sql=d.get("thresholds_sql"), since=since,
                                             name=item.full_name, plan_nodes=d.get("plan_nodes"),
-                                            row_counts=d.get("row_counts"))
+                                            row_counts=d.get("row_counts"), min_updates=int(d.get("min_updates", 0)))
     except BaseException:
         coord.dataflow_holds.pop(item.id, None)
         hold.release()

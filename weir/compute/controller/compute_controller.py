@@ -417,7 +417,7 @@ class ComputeController:
                               errors_shard_id: str | None = None, thresholds_sql: str | None = None,
                               since: int | None = None, name: str | None = None,
                               plan_nodes: Sequence[Sequence[Any]] | None = None,
-                              row_counts: Sequence[Sequence[Any]] | None = None) -> str:
+                              row_counts: Sequence[Sequence[Any]] | None = None, min_updates: int = 0) -> str:
         """Install a materialized-view dataflow on every replica of the cluster, now and
         whenever one (re)connects. Returns once a replica accepted it, with the strategy it
         runs ("linear" falls back to "recompute" for non-linear queries); raises WeirError
@@ -429,10 +429,12 @@ class ComputeController:
         there from its first step). `name`: the object's name, for the replica's introspection.
         `plan_nodes`: its plan, pinned when it was first created (`plan_nodes(dataflow_id)`
         says it after that); `row_counts`: what its plan nodes produced in its last completed
-        hydration (`take_row_counts()` says when that changes), the replicas' expectations."""
+        hydration (`take_row_counts()` says when that changes), the replicas' expectations.
+        `min_updates`: an incremental strategy recomputes instead while its inputs hold fewer
+        updates and its state is not built."""
         return await self._dataflows.create(cluster_id, dataflow_id, sql, inputs, output_shard_id,
                                             as_of, strategy, index, errors_shard_id, thresholds_sql, since, name,
-                                            plan_nodes, row_counts)
+                                            plan_nodes, row_counts, min_updates)
 
     def plan_nodes(self, dataflow_id: str) -> list[list[Any]] | None:
         """The dataflow's pinned plan [[plan node id, operator, parent id], ...], once known."""

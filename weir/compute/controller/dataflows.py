@@ -66,6 +66,7 @@ class InstalledDataflow:
     thresholds_sql: str | None = None  # a temporal filter's flip times (weir.sql.temporal)
     since: int | None = None
     name: str | None = None  # the object's name (replica introspection names its dataflow after it)
+    min_updates: int = 0  # an incremental strategy recomputes while its inputs hold fewer updates
     frontiers: dict[str, int] = field(default_factory=dict)  # replica id -> write frontier
     strategies: dict[str, str] = field(default_factory=dict)  # replica id -> strategy it runs
     explanations: dict[str, str] = field(default_factory=dict)  # replica id -> how it runs it, the state kept
@@ -106,6 +107,8 @@ class InstalledDataflow:
             command["plan_nodes"] = self.plan_nodes
         if self.row_counts is not None:
             command["row_counts"] = self.row_counts
+        if self.min_updates:
+            command["min_updates"] = self.min_updates
         return command
 
 
@@ -231,14 +234,14 @@ class DataflowControl:
                      errors_shard_id: str | None = None, thresholds_sql: str | None = None,
                      since: int | None = None, name: str | None = None,
                      plan_nodes: Sequence[Sequence[Any]] | None = None,
-                     row_counts: Sequence[Sequence[Any]] | None = None) -> str:
+                     row_counts: Sequence[Sequence[Any]] | None = None, min_updates: int = 0) -> str:
         if dataflow_id in self.dataflows:
             raise WeirError(SqlState.DUPLICATE_OBJECT, f"dataflow {dataflow_id} already exists")
         conns = await self._ctl.ready_connections(cluster_id)
         df = InstalledDataflow(cluster_id, dataflow_id, sql, [dict(i) for i in inputs],
                                output_shard_id, int(as_of), strategy,
                                dict(index) if index is not None else None, errors_shard_id,
-                               thresholds_sql, since, name)
+                               thresholds_sql, since, name, min_updates)
         df.plan_nodes = [list(n) for n in plan_nodes] if plan_nodes else None
         df.row_counts = P.row_counts_to_wire(P.row_counts_from_wire(row_counts)) if row_counts else None
         df.created = asyncio.get_running_loop().create_future()

@@ -155,7 +155,8 @@ class Dataflow:
         # appended: intervals this replica wrote; lost: appends refused (another replica
         # won); kept: of those, how many kept the computed result; followed: intervals
         # seen written by another replica before computing; computed: Spark runs.
-        self.stats = {"appended": 0, "lost": 0, "kept": 0, "followed": 0, "computed": 0, "resumed": 0}
+        # small: intervals recomputed while its inputs were below its threshold (min_updates)
+        self.stats = {"appended": 0, "lost": 0, "kept": 0, "followed": 0, "computed": 0, "resumed": 0, "small": 0}
 
     def explanation(self) -> str:
         """How it is maintained, the state it keeps, and why not as asked (EXPLAIN shows it)."""
@@ -164,6 +165,9 @@ class Dataflow:
         for described in (incremental.source.describe(), incremental.describe_own()) if incremental else ():
             if described:
                 text += f"; {described}"
+        if incremental is not None and self.spec.min_updates > 0:
+            text += (f"; recomputed instead while its inputs hold fewer than {self.spec.min_updates:,} updates "
+                     f"and its state is not built (incremental_min_updates)")
         if self.why_recompute and self.effective_strategy != self.spec.strategy:
             text += f"; not {self.spec.strategy}: {self.why_recompute}"
         return text
@@ -212,7 +216,8 @@ class Dataflow:
         self.effective_strategy = (LINEAR if self._linear_sql else spec.strategy if self._incremental
                                    else RECOMPUTE)
         incremental = self._incremental
-        if incremental is not None:  # the job its hydration runs
+        if incremental is not None and not self._small([i.planner.plan(spec.as_of + 1) for i in self._inputs],
+                                                       count=False):  # the job its hydration runs
             self._pin_plan(lambda session, t: incremental.snapshot_frame(
                 session, [(i.name, i.columns, i.planner.plan(t + 1).files) for i in self._inputs], t))
         else:
@@ -430,7 +435,7 @@ class Dataflow:
         erring = self._errs is not None and (bool(self._errs.current()) or self._errs.ahead_of(lower))
         linear = self._linear_sql is not None and lower > self.spec.as_of and since < lower and not erring
         incremental = not linear and bool(ordered) and self._incremental is not None and not erring and (
-            since < lower if lower > self.spec.as_of else self._output_empty(lower))
+            since < lower if lower > self.spec.as_of else self._output_empty(lower)) and not self._small(plans)
         if self._narrow or erring:
             limit = 1
         elif (linear or incremental) and self._thresholds is None:
@@ -512,7 +517,7 @@ class Dataflow:
         plans = [inp.planner.plan(t + 1) for inp in self._inputs]
         if any(p.frontiers.since > t for p in plans):
             return
-        if self._incremental is not None:
+        if self._incremental is not None and not self._small(plans):
             try:  # resumed from its checkpoint if that is the output's, else rebuilt
                 how = self._incremental.restart(
                     self.engine.new_session, [(i.name, i.columns, p.files) for i, p in
@@ -542,6 +547,17 @@ class Dataflow:
             self._prev = result
         else:
             _release(result)
+
+    def _small(self, plans: list[io.Plan], count: bool = True) -> bool:
+        """Recompute instead of the incremental strategy: its inputs hold fewer updates than
+        the view's threshold and its state is not built (once built it is kept)."""
+        incremental = self._incremental
+        if incremental is None or not incremental.stale or self.spec.min_updates <= 0:
+            return False
+        small = sum(p.records for p in plans) < self.spec.min_updates
+        if small and count:
+            self.stats["small"] += 1
+        return small
 
     def _data_error(self, e: Exception) -> WeirError | None:
         """The error to record as data, if `e` is one and this dataflow records errors."""

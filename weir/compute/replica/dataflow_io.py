@@ -54,6 +54,7 @@ class Plan:
     files: list[str] = field(default_factory=list)
     times: set[int] = field(default_factory=set)  # distinct update times in [lower, upper)
     changed: list[str] = field(default_factory=list)  # the files that may hold times in [lower, upper)
+    records: int = 0  # the updates in `files` (their statistics)
 
 
 @dataclass
@@ -98,6 +99,7 @@ class Planner:
             if x.lo is not None and x.lo >= upper:
                 continue
             plan.files.append(x.path)
+            plan.records += x.records
             if lower is None or (x.hi is not None and x.hi < lower):
                 continue
             plan.changed.append(x.path)

@@ -55,6 +55,9 @@ class DataflowSpec:
     plan_nodes: tuple[PinnedNode, ...] | None = field(default=None, hash=False, compare=False)
     # plan node -> rows per worker of its last completed hydration (hydration expectations)
     row_counts: Mapping[int, list[int]] | None = field(default=None, hash=False, compare=False)
+    # an incremental strategy recomputes instead while its inputs hold fewer updates than
+    # this and its state is not built (0: always the strategy)
+    min_updates: int = 0
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> DataflowSpec:
@@ -72,7 +75,8 @@ class DataflowSpec:
                        str(output["errors_shard_id"]) if output.get("errors_shard_id") else None,
                        str(body["thresholds_sql"]) if body.get("thresholds_sql") else None,
                        tuple(pinned) if (pinned := plan_ids.from_wire(body.get("plan_nodes"))) else None,
-                       P.row_counts_from_wire(body.get("row_counts")) or None)
+                       P.row_counts_from_wire(body.get("row_counts")) or None,
+                       int(body.get("min_updates") or 0))
         except (KeyError, TypeError, ValueError) as e:
             raise WeirError(SqlState.PROTOCOL_VIOLATION, f"malformed CreateDataflow: {e!r}") from None
         if spec.strategy not in STRATEGIES:
@@ -82,6 +86,6 @@ class DataflowSpec:
 
     def same_definition(self, other: DataflowSpec) -> bool:
         return (self.sql, self.inputs, self.output_shard_id, self.strategy, self.index,
-                self.errors_shard_id, self.thresholds_sql) == (
+                self.errors_shard_id, self.thresholds_sql, self.min_updates) == (
             other.sql, other.inputs, other.output_shard_id, other.strategy, other.index,
-            other.errors_shard_id, other.thresholds_sql)
+            other.errors_shard_id, other.thresholds_sql, other.min_updates)
