@@ -13,7 +13,8 @@ replica's one Spark core with the case being measured:
   filter  SUBSCRIBE fr_b_filter           (MV: SELECT id, k, v FROM fr_b WHERE v = 7,
                                            1% of the rows; a "linear" dataflow)
   join    SUBSCRIBE fr_c_agg              (MV: fr_c JOIN fr_dim (1,001 rows) GROUP BY name,
-                                           count + sum; a "recompute" dataflow)
+                                           count + sum; kept from deltas, reduce over a delta
+                                           join, from 10^5 input updates on: incremental_min_updates)
 
 Each subscription is one `COPY (SUBSCRIBE ... WITH (SNAPSHOT false, PROGRESS)) TO STDOUT`
 on its own connection, read by a thread that timestamps every row as it arrives (the
