@@ -262,14 +262,18 @@ def _as_integers(pre_sql: str, scales: list[int], counted: set[int]) -> str:
     return tree.sql(dialect="spark")
 
 
-def _check_after_groups(analyse: Callable[..., Any], post_sql: str, groups: Any, schema: Any) -> None:
-    """The map and filter after the groups must be one (no aggregate or window a function
-    sqlglot does not know might make of them) and give the view's very types."""
+def _groups_relation(groups: Any) -> Any:
+    """The groups' -old / +new rows as the map and filter after them read them (GROUPS)."""
     from pyspark.sql.types import LongType, StructField, StructType
 
     fields = [StructField(_group_column(i), f.dataType, True) for i, f in enumerate(groups.fields)]
-    df = analyse(post_sql, {GROUPS: StructType([*fields, StructField(TIME, LongType(), True),
-                                                StructField(io.N, LongType(), True)])})
+    return StructType([*fields, StructField(TIME, LongType(), True), StructField(io.N, LongType(), True)])
+
+
+def _check_after_groups(analyse: Callable[..., Any], post_sql: str, groups: Any, schema: Any) -> None:
+    """The map and filter after the groups must be one (no aggregate or window a function
+    sqlglot does not know might make of them) and give the view's very types."""
+    df = analyse(post_sql, {GROUPS: _groups_relation(groups)})
     plan = df._jdf.queryExecution().analyzed().toString()
     if re.search(r"^[\s:+\-|]*(Aggregate|Window|Generate)\b", plan, re.M):
         raise NotReducible("an aggregate, window or generator over the groups")
@@ -399,24 +403,17 @@ class Reduce(Incremental):
         """The select list and HAVING over the groups' -old / +new rows (a map and a filter
         of updates), on Spark: the same functions, types and errors as the query's."""
         from pyspark.sql.pandas.types import to_arrow_type
-        from pyspark.sql.types import LongType, StructField, StructType
 
-        targets = [to_arrow_type(f.dataType) for f in self.schema.fields]
-        if changes.num_rows:
-            fields = [StructField(_group_column(i), f.dataType, True) for i, f in enumerate(self.groups.fields)]
-            session = new_session()
-            session.createDataFrame(
-                changes.rename_columns([*(f.name for f in fields), io.TIME, io.N]),
-                StructType([*fields, StructField(io.TIME, LongType(), True), StructField(io.N, LongType(), True)]),
-            ).createOrReplaceTempView(GROUPS)
-            assert self.shape.post_sql is not None
-            out = session.sql(self.shape.post_sql).toArrow()
-        else:
-            out = pa.table([*(pa.array([], t) for t in targets), pa.array([], pa.int64()), pa.array([], pa.int64())],
-                           names=[*(io.pos(i) for i in range(len(targets))), io.TIME, io.N])
-        return pa.table([*(out.column(i).cast(t) for i, t in enumerate(targets)),
-                         out.column(io.TIME).cast(pa.int64()), out.column(io.N).cast(pa.int64())],
-                        names=[*(io.pos(i) for i in range(len(targets))), io.TIME, io.N])
+        types = [*(to_arrow_type(f.dataType) for f in self.schema.fields), pa.int64(), pa.int64()]
+        names = [*(io.pos(i) for i in range(len(self.schema.fields))), io.TIME, io.N]
+        if not changes.num_rows:
+            return pa.table([pa.array([], t) for t in types], names=names)
+        relation = _groups_relation(self.groups)
+        session = new_session()
+        session.createDataFrame(changes.rename_columns(relation.names), relation).createOrReplaceTempView(GROUPS)
+        assert self.shape.post_sql is not None
+        out = session.sql(self.shape.post_sql).toArrow()
+        return pa.table([out.column(i).cast(t) for i, t in enumerate(types)], names=names)
 
     def _changes(self, steps: pa.Table) -> pa.Table:
         """Each touched group's -old (if it had rows, or is a global aggregate's) and +new
