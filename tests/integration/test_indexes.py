@@ -23,12 +23,16 @@ def _spark_ui(srv: WeirServer) -> str:
 
 
 def _peek_jobs(ui: str) -> int:
-    """Spark jobs the replica ran for peeks (job tag weir-peek-*), from Spark's REST API."""
+    """The id of the last Spark job the replica ran for a peek (job tag weir-peek-*), from Spark's REST API.
+
+    An id, not a count: the UI keeps only its last spark.ui.retainedJobs jobs, so on a server shared by
+    the suite a count of peek jobs can fall while ids only grow."""
     with urllib.request.urlopen(f"{ui}/api/v1/applications", timeout=10) as r:
         app = json.load(r)[0]["id"]
     with urllib.request.urlopen(f"{ui}/api/v1/applications/{app}/jobs", timeout=10) as r:
         jobs = json.load(r)
-    return sum(1 for j in jobs if any(t.startswith("weir-peek-") for t in j.get("jobTags") or []))
+    return max((j["jobId"] for j in jobs if any(t.startswith("weir-peek-") for t in j.get("jobTags") or [])),
+               default=-1)
 
 
 def _explain(c: psycopg.Connection, sql: str) -> str:
