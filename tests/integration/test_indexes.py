@@ -177,6 +177,19 @@ def test_index_on_a_constant_view_keeps_up(indexed: WeirServer) -> None:
             c.execute("DROP VIEW ix_const")
 
 
+def test_index_on_a_view_the_coordinator_answers(indexed: WeirServer) -> None:
+    """A view whose query the coordinator answers without Spark (`SELECT 1 ...`) can be
+    indexed like any other (it failed with an internal error: its plan had no Spark side)."""
+    with indexed.connect() as c:
+        c.execute("CREATE VIEW ix_folded AS SELECT 2 AS k, 'two' AS name, INTERVAL '1 month' * 2 AS iv")
+        c.execute("CREATE DEFAULT INDEX ON ix_folded")
+        try:
+            _wait_hydrated(c, "SELECT name FROM ix_folded WHERE k = 2", timeout=60)
+            assert c.execute("SELECT k, name, iv::text FROM ix_folded").fetchall() == [(2, "two", "2 mons")]
+        finally:
+            c.execute("DROP VIEW ix_folded CASCADE")
+
+
 def test_subscribe_to_an_index(indexed: WeirServer) -> None:
     with indexed.connect() as c:
         c.execute("CREATE TABLE ix_sub (k int, v text)")

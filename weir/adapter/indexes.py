@@ -76,7 +76,9 @@ def _definition(session: Session, desc: RelationDesc, keys: list[tuple[str, int 
         spark_sql = f"SELECT * FROM {desc.spark_name}"
         direct = True
     else:
-        plan = planning.plan(session, sqlglot.parse_one(desc.view_sql, read=Weir), key=desc.view_sql)
+        # rendered for Spark even where the coordinator would answer it (SELECT 1 ...): the
+        # index's dataflow runs it on the replica
+        plan = planning.plan(session, sqlglot.parse_one(desc.view_sql, read=Weir), key=desc.view_sql, spark=True)
         mviews.refuse_unions(plan)
         spark_sql, inputs = mviews.dataflow_sql(session, plan), plan.inputs
         direct = False
