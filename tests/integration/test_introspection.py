@@ -17,6 +17,7 @@ import pytest
 
 from tests.integration.server import WeirServer
 from weir.compute import introspection as ci
+from weir.compute.replica.small_inputs import SMALL_INPUT_RECORDS
 
 
 def _wait(c: psycopg.Connection, sql: str, ok: Callable[[list[tuple[Any, ...]]], bool],
@@ -288,7 +289,8 @@ def test_operators_are_the_plan_explain_shows(server: WeirServer) -> None:
         rows = c.execute(f"SELECT o.name, sum(m.rows) FROM mz_introspection.mz_spark_operator_metrics_per_worker_{rid} m "
                          f"JOIN mz_introspection.mz_dataflow_operator_dataflows_{rid} o ON m.id = o.id "
                          f"WHERE o.dataflow_name = 'Dataflow: materialize.public.intro_ops_mv' GROUP BY o.name").fetchall()
-        assert dict(rows).get("Scan parquet", 0) >= 500, rows
+        # the input (500 rows, below SMALL_INPUT_RECORDS) is read by the replica as local rows
+        assert dict(rows).get("LocalTableScan", 0) >= 500 and "Scan parquet" not in dict(rows), rows
         # channels connect operators of the plan, exchanges named by their partitioning
         kinds = {r[0] for r in c.execute(f"SELECT type FROM mz_introspection.mz_dataflow_channels_{rid}").fetchall()}
         assert "pipeline" in kinds and any("partitioning" in k or k == "SinglePartition" for k in kinds), kinds
@@ -307,7 +309,7 @@ JOIN mz_internal.mz_statement_dataflows sd ON sd.statement_id = h.id
 JOIN mz_introspection.mz_dataflow_operator_dataflows_persist o
   ON o.replica_id = sd.replica_id AND o.dataflow_name = sd.dataflow_name
 JOIN mz_introspection.mz_scheduling_elapsed_persist e ON e.replica_id = o.replica_id AND e.id = o.id
-WHERE p.sql LIKE '%intro_marker_7%' AND p.sql NOT LIKE '%mz_statement_dataflows%'
+WHERE p.sql LIKE '%{marker}%' AND p.sql NOT LIKE '%mz_statement_dataflows%'
 GROUP BY o.name ORDER BY elapsed_ns DESC
 """
 
@@ -320,10 +322,16 @@ def test_what_a_statement_spent_its_time_on(server: WeirServer) -> None:
         c.execute("CREATE TABLE intro_stmt (a int, b text)")
         c.execute("INSERT INTO intro_stmt SELECT g, 'x' || g FROM generate_series(1, 300) AS g")
         c.execute("SELECT b, count(*) AS intro_marker_7 FROM intro_stmt WHERE a % 3 = 0 GROUP BY b").fetchall()
-        rows = _wait(c, STATEMENT_WORK, lambda rows: len(rows) > 0, timeout=60)
+        rows = _wait(c, STATEMENT_WORK.format(marker="intro_marker_7"), lambda rows: len(rows) > 0, timeout=60)
         names = {r[0] for r in rows}
-        assert {"HashAggregate", "Scan parquet"} <= names, rows
+        # 300 rows: read by the replica itself and handed to Spark as local rows
+        assert {"HashAggregate", "LocalTableScan"} <= names and "Scan parquet" not in names, rows
         assert all(r[1] > 0 for r in rows)
+        # past SMALL_INPUT_RECORDS stored updates, Spark scans the input's Parquet files
+        c.execute(f"INSERT INTO intro_stmt SELECT g, 'y' FROM generate_series(1, {SMALL_INPUT_RECORDS}) AS g")
+        c.execute("SELECT b, count(*) AS intro_marker_8 FROM intro_stmt WHERE a % 3 = 0 GROUP BY b").fetchall()
+        rows = _wait(c, STATEMENT_WORK.format(marker="intro_marker_8"), lambda rows: len(rows) > 0, timeout=60)
+        assert {"HashAggregate", "Scan parquet"} <= {r[0] for r in rows}, rows
 
 
 def _running(pid: int) -> bool:

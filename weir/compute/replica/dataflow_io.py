@@ -30,6 +30,7 @@ from weir.compute.replica.engine import (
     stored_view,
 )
 from weir.compute.replica.linear import DIFF, TIME
+from weir.compute.replica.small_inputs import small_contents
 from weir.storage.frontiers import Frontiers
 from weir.storage.maintenance import local_path
 from weir.storage.persist import Shard
@@ -166,6 +167,8 @@ def _typed(columns: Sequence[Column], files: Sequence[str] = ()) -> list[str]:
 
 def contents_view(session: Any, files: Sequence[str], columns: Sequence[Column], as_of: int) -> Any:
     """The collection at `as_of` as plain rows (each repeated by its count), query types."""
+    if (small := small_contents(session, files, columns, as_of)) is not None:
+        return small
     view, stored = stored_view(session, files, columns)
     return session.sql(contents_sql(view, stored, as_of))
 

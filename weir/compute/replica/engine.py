@@ -25,6 +25,11 @@ import pyarrow as pa
 
 from weir.codec import spark_udfs
 from weir.compute.replica import class_archive
+from weir.compute.replica.small_inputs import (
+    SMALL_INPUTS_CONF,
+    configure_small_inputs,
+    small_contents,
+)
 from weir.compute.sizes import ReplicaSize
 from weir.errors import SqlState, WeirError
 from weir.storage.maintenance import local_path
@@ -209,6 +214,7 @@ class SparkEngine:
     def __init__(self, size: ReplicaSize, config: Mapping[str, Any] | None = None) -> None:
         self.spark = spark_session(spark_conf(size, config))
         self.sc = self.spark.sparkContext
+        configure_small_inputs(self.spark.conf.get(SMALL_INPUTS_CONF, None))
         from pyspark.sql.functions import udf
 
         # made once (the function is pickled once), registered once in a template session
@@ -284,6 +290,10 @@ class SparkEngine:
             df = session.createDataFrame(table.rename_columns([n for n, _, _ in columns]))
             df.selectExpr(*[f"CAST({_quote(n)} AS {t.spark_ddl}) AS {_quote(n)}" for n, t, _ in columns]) \
                 .createOrReplaceTempView(name)
+            return
+        if columns and as_of is not None and (small := small_contents(
+                session, files, columns, int(as_of), bool(spec.get("consolidate", True)))) is not None:
+            small.createOrReplaceTempView(name)
             return
         if columns:
             view, stored = stored_view(session, files, columns)
