@@ -36,7 +36,7 @@ KNOWN_WRONG: tuple[Known, ...] = ()
 
 SEED = int(os.environ.get("WEIR_DIFF_SEED", "20261123"))
 QUERIES = int(os.environ.get("WEIR_DIFF_QUERIES", "2000"))
-BUDGET = float(os.environ.get("WEIR_DIFF_BUDGET", "120"))
+BUDGET = float(os.environ.get("WEIR_DIFF_BUDGET", "180"))
 MIN_CHECKED = 100  # even on a loaded machine, a run that checks fewer proves too little
 
 
@@ -130,7 +130,7 @@ def test_join_nesting_in_views(peers: Peers, server: WeirServer) -> None:
 
 # -- generated queries -----------------------------------------------------------------------
 
-def _run(pg: str, weir: str, queries: list[Query], mv_batches: int = 0, batch: int = 50,
+def _run(pg: str, weir: str, queries: list[Query], mv_batches: int = 0, batch: int = 16,
          budget: float | None = BUDGET, index_batches: int | None = 0, own_views: int = 0) -> Report:
     # two batches at a time, not three: each is a plan of hundreds of nodes, and three at
     # once on the shared local[1] replica ran its 2 GB heap out (it was oom-killed)
@@ -172,7 +172,7 @@ def test_differential_plain_tables(peers: Peers, record_property: Callable[[str,
 def test_differential_soak(peers: Peers, record_property: Callable[[str, object], None]) -> None:
     """A run on another seed, with more materialized views of their own (CI runs it; the
     whole suite must stay within its time, so it has a budget too: `WEIR_DIFF_SOAK_BUDGET`)."""
-    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "100"))
+    budget = float(os.environ.get("WEIR_DIFF_SOAK_BUDGET", "180"))
     report = _run(peers.pg, peers.weir_indexed, Generator(SEED + 100).queries(5000), mv_batches=1000,
                   budget=budget, index_batches=None, own_views=12)
     _check(report, record_property)
