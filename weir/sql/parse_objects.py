@@ -83,13 +83,39 @@ def parse_explain(text: str) -> st.Statement:
 _CREATE_MV = re.compile(
     r"^CREATE\s+(?P<replace>OR\s+REPLACE\s+)?MATERIALIZED\s+VIEW\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?"
     r"(?P<name>[\w.\"]+)\s*(?:\((?P<cols>[^)]*)\))?"
-    r"(?:\s+IN\s+CLUSTER\s+(?P<cluster>[\w\"]+))?\s+AS\s+(?P<body>.+)$", re.IGNORECASE | re.DOTALL)
+    r"(?:\s+IN\s+CLUSTER\s+(?P<cluster>[\w\"]+))?"
+    r"(?:\s+WITH\s*\((?P<opts>(?:[^()']|'(?:[^']|'')*'|\([^()]*\))*)\))?\s+AS\s+(?P<body>.+)$",
+    re.IGNORECASE | re.DOTALL)
+# Materialize's options weir does not keep (RETAIN HISTORY alone is taken off before: parse_holds)
+_MV_OPTIONS = {
+    "ASSERT NOT NULL": "A materialized view's columns are nullable as its query makes them",
+    "REFRESH": "A materialized view is kept up to date as its inputs change",
+    "RETAIN HISTORY": "Give RETAIN HISTORY as the only option",
+    "PARTITION BY": "A materialized view's shard is not partitioned",
+}
+
+
+def _refuse_mv_options(opts: str) -> None:
+    found = []
+    for part in parse_words.split_commas(opts):
+        words = " ".join(part.split()).upper()
+        known = next((o for o in _MV_OPTIONS if words == o or words.startswith(o + " ")), None)
+        if known is None:
+            raise WeirError(SqlState.SYNTAX_ERROR, f"unrecognized materialized view option: {part.strip()}",
+                            hint="Materialize's options are ASSERT NOT NULL, PARTITION BY, REFRESH and "
+                                 "RETAIN HISTORY.")
+        found.append(known)
+    known = next((o for o in found if o != "RETAIN HISTORY"), "RETAIN HISTORY")
+    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"CREATE MATERIALIZED VIEW ... WITH ({known} ...) is not supported",
+                    detail=_MV_OPTIONS[known] + ".")
 
 
 def parse_create_mv(text: str) -> st.Statement:
     m = _CREATE_MV.match(text.strip().rstrip(";"))
     if not m:
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE MATERIALIZED VIEW: {text}")
+    if m.group("opts") is not None:
+        _refuse_mv_options(m.group("opts"))
     inner = parse.parse_statement(m.group("body"))
     if not isinstance(inner, st.Query) or inner.as_of is not None:
         raise WeirError(SqlState.SYNTAX_ERROR, "CREATE MATERIALIZED VIEW needs AS <query>")
