@@ -197,8 +197,10 @@ def from_exception(exc: BaseException) -> WeirError:
 # cast, overflow, a user-raised error): deterministic for the same input, so a dataflow
 # records them as data at a time instead of retrying (weir.compute.replica.dataflow_errors).
 _DATA_ERROR_CLASSES = ("22", "P0")
+# and a materialized view's ASSERT NOT NULL that its query's rows break (a NULL there)
+_DATA_ERRORS = frozenset({"23502"})
 
 
 def is_data_error(sqlstate: str | None) -> bool:
     """Whether an error with this SQLSTATE comes from the input data (not the machinery)."""
-    return bool(sqlstate) and str(sqlstate)[:2] in _DATA_ERROR_CLASSES
+    return bool(sqlstate) and (str(sqlstate)[:2] in _DATA_ERROR_CLASSES or str(sqlstate) in _DATA_ERRORS)

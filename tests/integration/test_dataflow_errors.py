@@ -146,6 +146,36 @@ def test_failed_cast_and_overflow(srv: WeirServer) -> None:
         _rows_within(c, "SELECT * FROM dc_over", [(2147483647,)])
 
 
+def test_assert_not_null(srv: WeirServer) -> None:
+    """WITH (ASSERT NOT NULL col), as in Materialize: the column is not nullable in the
+    catalog, and while the view's query gives it a NULL, reads of the view fail with that
+    error (data at a time, like any other) until the NULL is gone."""
+    with srv.connect() as c:
+        c.execute("CREATE TABLE dn_t (a int, b text)")
+        c.execute("INSERT INTO dn_t VALUES (1, 'x'), (2, NULL)")
+        c.execute("CREATE MATERIALIZED VIEW dn_mv WITH (ASSERT NOT NULL a, ASSERT NOT NULL \"A b\") "
+                  "AS SELECT a + 1 AS a, a AS \"A b\", b FROM dn_t")
+        _rows_within(c, "SELECT * FROM dn_mv ORDER BY a", [(2, 1, "x"), (3, 2, None)])
+        nullable = c.execute("SELECT c.name, c.nullable FROM mz_catalog.mz_columns c JOIN mz_catalog.mz_objects o "
+                             "ON c.id = o.id WHERE o.name = 'dn_mv' ORDER BY c.position").fetchall()
+        assert nullable == [("a", False), ("A b", False), ("b", True)]
+        c.execute("INSERT INTO dn_t VALUES (NULL, 'y')")
+        e = _error_within(c, "SELECT * FROM dn_mv", "23502")
+        assert 'column "a" must not be null' in str(e), e
+        c.execute("DELETE FROM dn_t WHERE a IS NULL")
+        _rows_within(c, "SELECT * FROM dn_mv ORDER BY a", [(2, 1, "x"), (3, 2, None)])
+        for bad, state in [("WITH (ASSERT NOT NULL z) AS SELECT a FROM dn_t", "42703"),
+                           ("WITH (ASSERT NOT NULL a, ASSERT NOT NULL a) AS SELECT a FROM dn_t", "42701"),
+                           ("WITH (ASSERT NOT NULL a) AS SELECT NULL::int AS a", "23502")]:
+            with pytest.raises(psycopg.Error) as err:
+                c.execute(f"CREATE MATERIALIZED VIEW dn_bad {bad}")
+            assert err.value.sqlstate == state, (bad, err.value)
+        c.execute("CREATE MATERIALIZED VIEW dn_const WITH (ASSERT NOT NULL a) AS SELECT 1 AS a")
+        assert c.execute("SELECT * FROM dn_const").fetchall() == [(1,)]
+        c.execute("DROP TABLE dn_t CASCADE")
+        c.execute("DROP MATERIALIZED VIEW dn_const")
+
+
 def test_index_on_erroring_view(srv: WeirServer) -> None:
     with srv.connect() as c:
         c.execute("CREATE TABLE di_t (k int, a int)")

@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from weir.adapter import api, constant_views, planning, privileges, query, temporary
 from weir.catalog.model import ColumnDef, Item
-from weir.errors import SqlState, WeirError
+from weir.errors import SqlState, WeirError, runtime_marker
 from weir.sql import statements as st
 from weir.sql import temporal
 from weir.sql.dialect import Weir  # how statements are read: a[i][j] as written
@@ -132,6 +132,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
             raise WeirError(SqlState.SYNTAX_ERROR, "materialized view specifies the wrong number of column names")
         columns = [api.Column(n, c.type) for n, c in zip(stmt.column_names, columns, strict=True)]
     planning.require_unique_names(columns)
+    not_null = not_null_positions(columns, stmt.not_null)
     inputs = plan.inputs
     refuse_unions(plan)
     thresholds = temporal.thresholds_query(qualified)  # 0A000 for mz_now() outside temporal filters
@@ -139,8 +140,9 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
         if thresholds is not None:
             raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
                             "a temporal filter in a materialized view that reads no relation is not supported")
-        return await _create_constant(session, stmt, plan, columns, schema_id, name, existing, cluster.id)
-    spark_sql = dataflow_sql(session, plan, temporal=thresholds is not None)
+        return await _create_constant(session, stmt, plan, columns, schema_id, name, existing, cluster.id,
+                                      not_null)
+    spark_sql = asserting(dataflow_sql(session, plan, temporal=thresholds is not None), columns, not_null)
     definition: dict[str, Any] = {"query": qualified.sql(dialect="postgres"), "spark_sql": spark_sql,
                                   "inputs": dataflow_inputs(inputs)}
     if thresholds is not None:
@@ -159,7 +161,7 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
     if existing is not None:  # OR REPLACE
         await drop_items(coord, cat.drop_item(existing.id, cascade=False).items)
     item = cat.create_item(
-        "materialized-view", schema_id, name, [ColumnDef(c.name, c.type) for c in columns], stmt.sql,
+        "materialized-view", schema_id, name, _column_defs(columns, not_null), stmt.sql,
         definition, owner_id=session.role.id, cluster_id=cluster.id, dependencies=list(plan.depends_on))
     try:
         await coord.storage.ensure_collection(item.id, [(c.name, c.type, True) for c in columns],
@@ -181,15 +183,19 @@ async def create(session: Session, stmt: st.CreateMaterializedView) -> api.Comma
 
 async def _create_constant(session: Session, stmt: st.CreateMaterializedView, plan: QueryPlan,
                            columns: list[api.Column], schema_id: str, name: str, existing: Item | None,
-                           cluster_id: str) -> api.Command:
-    """A view that reads no relation (weir.adapter.constant_views)."""
+                           cluster_id: str, not_null: list[int]) -> api.Command:
+    """A view that reads no relation (weir.adapter.constant_views): its rows are known now,
+    so a NULL an ASSERT NOT NULL forbids fails the CREATE."""
     coord = session.coord
     assert plan.spark is not None and plan.spark.qualified is not None
     rows = await constant_views.evaluate(session, plan, columns)
+    for i in not_null:
+        if any(r[i] is None for r in rows):
+            raise WeirError(SqlState.NOT_NULL_VIOLATION, _must_not_be_null(columns[i].name))
     if existing is not None:  # OR REPLACE
         await coord.drop_storage(coord.catalog.drop_item(existing.id, cascade=False).items)
     item = coord.catalog.create_item(
-        "materialized-view", schema_id, name, [ColumnDef(c.name, c.type) for c in columns], stmt.sql,
+        "materialized-view", schema_id, name, _column_defs(columns, not_null), stmt.sql,
         {"query": plan.spark.qualified.sql(dialect="postgres"), "strategy": constant_views.STRATEGY,
          "rows": rows, "inputs": []},
         owner_id=session.role.id, cluster_id=cluster_id, dependencies=list(plan.depends_on))
@@ -200,6 +206,45 @@ async def _create_constant(session: Session, stmt: st.CreateMaterializedView, pl
         raise
     await coord.catalog_changed()
     return api.Command("CREATE MATERIALIZED VIEW")
+
+
+def not_null_positions(columns: list[api.Column], names: list[str]) -> list[int]:
+    """The columns WITH (ASSERT NOT NULL ...) names, by position."""
+    out: list[int] = []
+    for n in names:
+        at = next((i for i, c in enumerate(columns) if c.name == n), None)
+        if at is None:
+            raise WeirError(SqlState.UNDEFINED_COLUMN, f'column "{n}" in ASSERT NOT NULL option not found')
+        if at in out:
+            raise WeirError(SqlState.DUPLICATE_COLUMN, f'duplicate column "{n}" in non-null assertions')
+        out.append(at)
+    return out
+
+
+def _must_not_be_null(name: str) -> str:
+    return f'column "{name}" must not be null'
+
+
+def _column_defs(columns: list[api.Column], not_null: list[int]) -> list[ColumnDef]:
+    return [ColumnDef(c.name, c.type, nullable=i not in not_null) for i, c in enumerate(columns)]
+
+
+def asserting(spark_sql: str, columns: list[api.Column], not_null: list[int]) -> str:
+    """The dataflow's query with ASSERT NOT NULL checked: a NULL in such a column raises
+    23502 on the replica, which records it as data at that time (as Materialize does, reads
+    of the view fail with it until the NULL is gone)."""
+    if not not_null:
+        return spark_sql
+    names = [f"__weir_c{i}" for i in range(len(columns))]
+    items = []
+    for i, n in enumerate(names):
+        if i in not_null:
+            marker = runtime_marker(SqlState.NOT_NULL_VIOLATION, _must_not_be_null(columns[i].name))
+            text = marker.replace("\\", "\\\\").replace("'", "\\'")
+            items.append(f"CASE WHEN {n} IS NULL THEN raise_error('{text}') ELSE {n} END AS {n}")
+        else:
+            items.append(n)
+    return f"SELECT {', '.join(items)} FROM ({spark_sql}) AS __weir_asserted({', '.join(names)})"
 
 
 async def install(coord: Coordinator, item: Item, as_of: int, hold: Any = None) -> None:

@@ -88,41 +88,48 @@ _CREATE_MV = re.compile(
     re.IGNORECASE | re.DOTALL)
 # Materialize's options weir does not keep (RETAIN HISTORY alone is taken off before: parse_holds)
 _MV_OPTIONS = {
-    "ASSERT NOT NULL": "A materialized view's columns are nullable as its query makes them",
     "REFRESH": "A materialized view is kept up to date as its inputs change",
     "RETAIN HISTORY": "Give RETAIN HISTORY as the only option",
     "PARTITION BY": "A materialized view's shard is not partitioned",
 }
+_ASSERT_NOT_NULL = re.compile(r"^\s*ASSERT\s+NOT\s+NULL\s*(?:=\s*)?(?P<col>\S.*?)\s*$", re.IGNORECASE | re.DOTALL)
 
 
-def _refuse_mv_options(opts: str) -> None:
-    found = []
+def _mv_options(opts: str) -> list[str]:
+    """The columns of ASSERT NOT NULL options; Materialize's other options are refused."""
+    not_null: list[str] = []
+    refused: list[str] = []
     for part in parse_words.split_commas(opts):
+        if (m := _ASSERT_NOT_NULL.match(part)) is not None:
+            not_null.append(parse_words.ident(m.group("col")))
+            continue
         words = " ".join(part.split()).upper()
         known = next((o for o in _MV_OPTIONS if words == o or words.startswith(o + " ")), None)
         if known is None:
             raise WeirError(SqlState.SYNTAX_ERROR, f"unrecognized materialized view option: {part.strip()}",
                             hint="Materialize's options are ASSERT NOT NULL, PARTITION BY, REFRESH and "
                                  "RETAIN HISTORY.")
-        found.append(known)
-    known = next((o for o in found if o != "RETAIN HISTORY"), "RETAIN HISTORY")
-    raise WeirError(SqlState.FEATURE_NOT_SUPPORTED, f"CREATE MATERIALIZED VIEW ... WITH ({known} ...) is not supported",
-                    detail=_MV_OPTIONS[known] + ".")
+        refused.append(known)
+    if refused:
+        known = next((o for o in refused if o != "RETAIN HISTORY"), "RETAIN HISTORY")
+        raise WeirError(SqlState.FEATURE_NOT_SUPPORTED,
+                        f"CREATE MATERIALIZED VIEW ... WITH ({known} ...) is not supported",
+                        detail=_MV_OPTIONS[known] + ".")
+    return not_null
 
 
 def parse_create_mv(text: str) -> st.Statement:
     m = _CREATE_MV.match(text.strip().rstrip(";"))
     if not m:
         raise WeirError(SqlState.SYNTAX_ERROR, f"syntax error in CREATE MATERIALIZED VIEW: {text}")
-    if m.group("opts") is not None:
-        _refuse_mv_options(m.group("opts"))
+    not_null = _mv_options(m.group("opts")) if m.group("opts") is not None else []
     inner = parse.parse_statement(m.group("body"))
     if not isinstance(inner, st.Query) or inner.as_of is not None:
         raise WeirError(SqlState.SYNTAX_ERROR, "CREATE MATERIALIZED VIEW needs AS <query>")
     cols = [parse_words.ident(c.strip()) for c in m.group("cols").split(",")] if m.group("cols") else None
     return st.CreateMaterializedView(text, parse_words.name_parts(m.group("name")), inner.expr,
                                      parse_words.ident(m.group("cluster")) if m.group("cluster") else None,
-                                     bool(m.group("ine")), bool(m.group("replace")), cols)
+                                     bool(m.group("ine")), bool(m.group("replace")), cols, not_null)
 
 
 _CREATE_INDEX = re.compile(

@@ -448,6 +448,7 @@ class CreateMaterializedView(Statement):
     if_not_exists: bool = False
     replace: bool = False
     column_names: list[str] | None = None
+    not_null: list[str] = field(default_factory=list)  # WITH (ASSERT NOT NULL col, ...)
 
     @property
     def kind(self) -> str:
