@@ -140,7 +140,11 @@ def spark_conf(size: ReplicaSize, config: Mapping[str, Any] | None = None, *,
                archive: bool = True) -> dict[str, str]:
     """Session settings: UTC, ANSI errors, Arrow results, a UI on a free port, the
     class archive (weir.compute.replica.class_archive) when there is one."""
-    java = "-XX:+ExitOnOutOfMemoryError"
+    # a code cache of its own size: with C1 alone (-XX:TieredStopAtLevel=1, as the tests
+    # run) the JVM's default is 48 MB, which a replica running many dataflows filled in
+    # under 90 s; Spark then failed a task with "Out of space in CodeCache for adapters"
+    # (a VirtualMachineError) and the executor took the JVM down
+    java = "-XX:+ExitOnOutOfMemoryError -XX:ReservedCodeCacheSize=256m"
     if archive and (shared := class_archive.java_options()):
         java += " " + shared
     conf = {
