@@ -16,11 +16,12 @@ from sqlglot import exp
 
 from weir.adapter import api, constant_views, planning, privileges, query, temporary
 from weir.catalog.model import ColumnDef, Item
-from weir.errors import SqlState, WeirError, runtime_marker
+from weir.errors import SqlState, WeirError
 from weir.sql import statements as st
 from weir.sql import temporal
 from weir.sql.dialect import Weir  # how statements are read: a[i][j] as written
 from weir.sql.plan import QueryPlan
+from weir.sql.translate import raise_sql
 
 if TYPE_CHECKING:
     from weir.adapter.coordinator import Coordinator
@@ -239,9 +240,8 @@ def asserting(spark_sql: str, columns: list[api.Column], not_null: list[int]) ->
     items = []
     for i, n in enumerate(names):
         if i in not_null:
-            marker = runtime_marker(SqlState.NOT_NULL_VIOLATION, _must_not_be_null(columns[i].name))
-            text = marker.replace("\\", "\\\\").replace("'", "\\'")
-            items.append(f"CASE WHEN {n} IS NULL THEN raise_error('{text}') ELSE {n} END AS {n}")
+            fail = raise_sql(SqlState.NOT_NULL_VIOLATION, _must_not_be_null(columns[i].name))
+            items.append(f"CASE WHEN {n} IS NULL THEN {fail} ELSE {n} END AS {n}")
         else:
             items.append(n)
     return f"SELECT {', '.join(items)} FROM ({spark_sql}) AS __weir_asserted({', '.join(names)})"

@@ -40,7 +40,9 @@ refuse = _refuse
 
 
 def _raise(sqlstate: str, message: str) -> str:
-    return f"raise_error('{runtime_marker(sqlstate, message)}')"
+    # a Spark string literal: backslashes escape (a message may quote a name with either)
+    text = runtime_marker(sqlstate, message).replace("\\", "\\\\").replace("'", "\\'")
+    return f"raise_error('{text}')"
 
 
 raise_sql = _raise  # Spark SQL that raises this PostgreSQL error when evaluated
